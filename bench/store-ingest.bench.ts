@@ -1,0 +1,100 @@
+/**
+ * Hub store ingest throughput: `Store.ingest()` on embedded DuckDB (entity and series resolution,
+ * one transaction per batch, DataChunk appender), against a baseline run beside it: DuckDB's
+ * appender writing the same number of rows into a bare table, which is the floor of what the
+ * database itself can take. Prints samples per second and the ratio.
+ */
+import {
+  DOUBLE,
+  DuckDBDataChunk,
+  DuckDBInstance,
+  DuckDBTimestampTZValue,
+  INTEGER,
+  TIMESTAMPTZ,
+  VARCHAR,
+} from "@duckdb/node-api";
+import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
+import type { SampleInput } from "../src/hub/store/store.js";
+import { asEpochMs } from "../src/ids.js";
+
+const SAMPLES = 1_000_000;
+const BATCH = 5_000; // samples per ingest call (the in-process bus delivers up to 5 000 messages)
+const SERIES = 2_000;
+
+const entity = { gateway: "GW", probe: "p1", managedEntity: "me" };
+const t0 = Date.UTC(2026, 0, 1);
+
+function batch(start: number): SampleInput[] {
+  return Array.from({ length: BATCH }, (_, k) => {
+    const i = start + k;
+    const value = (i % 997) * 0.5;
+    return {
+      entity,
+      series: { sampler: "s", samplerType: "", dataview: "dv", row: `r${i % SERIES}`, column: "latency" },
+      at: asEpochMs(t0 + i),
+      text: String(value),
+      value,
+    };
+  });
+}
+
+async function baseline(): Promise<number> {
+  const instance = await DuckDBInstance.create(":memory:", { memory_limit: "1GB" });
+  const c = await instance.connect();
+  await c.run("CREATE TABLE samples (series_id INTEGER, ts TIMESTAMPTZ, value DOUBLE, text VARCHAR)");
+  const types = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
+  const started = performance.now();
+  for (let start = 0; start < SAMPLES; start += BATCH) {
+    const rows = batch(start);
+    const appender = await c.createAppender("samples");
+    for (let s = 0; s < rows.length; s += 2048) {
+      const slice = rows.slice(s, s + 2048);
+      const chunk = DuckDBDataChunk.create(types, slice.length);
+      chunk.setColumnValues(
+        0,
+        slice.map((_, k) => (start + s + k) % SERIES),
+      );
+      chunk.setColumnValues(
+        1,
+        slice.map((r) => new DuckDBTimestampTZValue(BigInt(r.at) * 1000n)),
+      );
+      chunk.setColumnValues(
+        2,
+        slice.map((r) => r.value),
+      );
+      chunk.setColumnValues(
+        3,
+        slice.map((r) => r.text),
+      );
+      appender.appendDataChunk(chunk);
+    }
+    appender.closeSync();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  c.closeSync();
+  return SAMPLES / seconds;
+}
+
+async function store(): Promise<number> {
+  const s = await createDuckDbStore({ path: ":memory:" });
+  await s.migrate();
+  const started = performance.now();
+  for (let start = 0; start < SAMPLES; start += BATCH)
+    await s.ingest({ entities: [], samples: batch(start) });
+  const seconds = (performance.now() - started) / 1000;
+  await s.close();
+  return SAMPLES / seconds;
+}
+
+const base = await baseline();
+const ours = await store();
+console.log(
+  JSON.stringify({
+    bench: "store-ingest",
+    samples: SAMPLES,
+    batch: BATCH,
+    baseline_duckdb_appender_rows_per_s: Math.round(base),
+    vigil_duckdb_store_samples_per_s: Math.round(ours),
+    ratio_vs_baseline: Number((ours / base).toFixed(3)),
+  }),
+);

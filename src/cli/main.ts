@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+/** The `vigil` command (DESIGN 1). Each subcommand lives in commands/<name>.ts. */
+import { Command } from "commander";
+import { formatSetupIssues, SetupError } from "../config/load-setup.js";
+import { VIGIL_VERSION } from "../version.js";
+import { registerUp } from "./commands/up.js";
+import { registerValidate } from "./commands/validate.js";
+
+const program = new Command("vigil")
+  .description("monitoring data platform: rest-api probe, gateway publishing public-v2, hub query API")
+  .version(VIGIL_VERSION);
+registerUp(program);
+registerValidate(program);
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  // A command's failure is reported in one readable message, never a stack trace.
+  const text =
+    error instanceof SetupError
+      ? formatSetupIssues(error)
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  process.stderr.write(`vigil: ${text}\n`);
+  process.exitCode = 1;
+});

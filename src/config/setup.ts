@@ -1,0 +1,107 @@
+/**
+ * The setup file (DESIGN 2) after loading: every default filled in, every object frozen.
+ * `load-setup.ts` produces it from YAML; nothing else in vigil reads the file.
+ */
+import type { Severity } from "../messages/types.js";
+
+export type RuleOperator = "=" | "!=" | ">" | ">=" | "<" | "<=" | "contains" | "matches";
+
+export type PublishSink =
+  | { readonly kind: "memory" }
+  | { readonly kind: "file"; readonly path: string }
+  | { readonly kind: "nats"; readonly url: string; readonly stream: string; readonly subjectPrefix: string };
+
+export interface ColumnSchema {
+  readonly type: "float64" | "int64" | "string";
+  readonly unit: string;
+}
+
+interface SamplerBase {
+  readonly name: string;
+  /** Sampler type, "" when the sampler has none; addressed as `name(type)`. */
+  readonly type: string;
+}
+
+export interface RestApiSampler extends SamplerBase {
+  readonly plugin: "rest-api";
+  readonly bufferSize: number;
+  readonly rowLimit: number;
+  readonly verifyClientCertificate: boolean;
+  readonly clientCaCertificate: { readonly enabled: boolean; readonly path: string };
+  readonly schema: { readonly columns: Readonly<Record<string, ColumnSchema>> };
+}
+
+export interface FkmSampler extends SamplerBase {
+  readonly plugin: "fkm";
+  /** Seconds between samples. */
+  readonly sampleInterval: number;
+  readonly source: { readonly sampler: string; readonly stream: string };
+  /** `pattern` is a JavaScript regular expression without flags (validated at load); "ERROR" finds that substring. */
+  readonly keywords: readonly { readonly pattern: string; readonly severity: Severity }[];
+}
+
+export type SamplerSetup = RestApiSampler | FkmSampler;
+
+export interface ManagedEntitySetup {
+  readonly name: string;
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly samplers: readonly SamplerSetup[];
+}
+
+export interface ProbeSetup {
+  readonly name: string;
+  readonly hostname: string;
+  readonly restApiHttpPort: number;
+  readonly restApiHttpsPort: number;
+  readonly memoryProtection: { readonly limitMb: number; readonly ratio: number };
+  readonly managedEntities: readonly ManagedEntitySetup[];
+}
+
+/** A rule's target: each field a name or "*"; a rule names either `row`+`column` or `headline`. */
+export interface RuleTarget {
+  readonly managedEntity: string;
+  readonly sampler: string;
+  readonly dataview: string;
+  readonly row?: string;
+  readonly column?: string;
+  readonly headline?: string;
+}
+
+export interface RuleSetup {
+  readonly name: string;
+  readonly target: RuleTarget;
+  /** For `matches`, `value` is a JavaScript regular expression without flags (validated at load). */
+  readonly when: { readonly operator: RuleOperator; readonly value: string | number };
+  readonly severity: Severity;
+}
+
+export interface HubSetup {
+  readonly port: number;
+  readonly tls: { readonly certificate: string; readonly key: string };
+  readonly security: {
+    readonly enabled: boolean;
+    /** Seconds. */
+    readonly tokenLifetime: number;
+    readonly appKeys: readonly { readonly clientId: string; readonly clientSecret: string }[];
+    readonly kerberos: {
+      readonly enabled: boolean;
+      readonly keytab: string;
+      readonly servicePrincipal: string;
+    };
+  };
+}
+
+export interface GatewaySetup {
+  readonly name: string;
+  readonly port: number;
+  /** > 0 overrides every sampler's rowLimit. */
+  readonly customDataviewMaxRows: number;
+  readonly publish: readonly PublishSink[];
+}
+
+export interface Setup {
+  readonly gateway: GatewaySetup;
+  readonly probes: readonly ProbeSetup[];
+  readonly rules: readonly RuleSetup[];
+  readonly hub: HubSetup;
+}

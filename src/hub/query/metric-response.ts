@@ -1,0 +1,158 @@
+/**
+ * The metric query response (DESIGN 5.3, the seed's "Metric query response" table): a schema that
+ * tells downstream applications the type and unit of every identifier × aggregation, and one data
+ * element per bucket and group holding every identifier.
+ */
+
+import type { ColumnSchema } from "../../config/setup.js";
+import type { Aggregation, CellSelector, GroupKey, MetricQueryRow } from "../store/store.js";
+import type { ParsedMetricQuery } from "./metric-query.js";
+import { formatInZone } from "./zone.js";
+
+export interface MetricValueSchema {
+  readonly type: "float64" | "int64";
+  readonly unit: string;
+}
+
+export interface MetricResponse {
+  readonly schema: {
+    readonly bucketing: { readonly duration: string };
+    readonly grouping: readonly string[];
+    readonly metrics: Readonly<Record<string, Readonly<Record<string, MetricValueSchema>>>>;
+  };
+  readonly data: readonly {
+    readonly bucket: string;
+    readonly group: Readonly<Record<string, string | number>>;
+    readonly metrics: Readonly<Record<string, Readonly<Record<string, number | null>>>>;
+  }[];
+}
+
+const NO_UNIT = "none";
+
+/** Type and unit of one aggregation over a column (DESIGN 5.3). */
+function valueSchema(aggregation: Aggregation, column: ColumnSchema | undefined): MetricValueSchema {
+  const unit = column?.unit !== undefined && column.unit !== "" ? column.unit : NO_UNIT;
+  switch (aggregation.name) {
+    case "svc.count":
+      return { type: "int64", unit: NO_UNIT };
+    case "svc.avg":
+    case "svc.stddev":
+      return { type: "float64", unit };
+    case "svc.var":
+      // The unit is the column's, not its square: units are free text and have no squared form.
+      return { type: "float64", unit };
+    default:
+      return { type: column?.type === "int64" ? "int64" : "float64", unit };
+  }
+}
+
+/** The grouping as the request wrote it. */
+function groupingText(key: GroupKey): string {
+  return typeof key === "string" ? key : `entity:${key.attribute}`;
+}
+
+/** The group field a grouping key fills in `data[].group` (DESIGN 5.3). */
+function groupField(key: GroupKey): string {
+  return typeof key === "string" ? key : "attribute";
+}
+
+function compareGroups(
+  a: Readonly<Record<string, string | number>>,
+  b: Readonly<Record<string, string | number>>,
+  grouping: readonly GroupKey[],
+): number {
+  for (const key of grouping) {
+    const field = groupField(key);
+    const x = a[field];
+    const y = b[field];
+    if (x === y) continue;
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    if (typeof x === "number" && typeof y === "number") return x - y;
+    // Code-point order, as everywhere in the hub (DESIGN 5.2).
+    return String(x) < String(y) ? -1 : 1;
+  }
+  return 0;
+}
+
+function finite(value: number | null | undefined): number | null {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+/**
+ * Builds the response of a metric query from the store's rows. `schema.bucketing.duration` and
+ * `schema.grouping` echo the request; `schema.metrics[identifier][label]` gives type and unit:
+ * `svc.count` int64 with unit `none`, `svc.avg`/`svc.var`/`svc.stddev` float64, the others the
+ * column's declared type (float64 when undeclared or a string column); the unit is the column's
+ * (`svc.var` included: units are free text with no squared form), `none` when undeclared. An
+ * identifier whose includes name different columns takes the schema of its first include, looked up
+ * with `columnSchema`. Rows with the same bucket and group merge into one data element, which holds
+ * every identifier of the query and every aggregation label: an identifier without a row there has
+ * `svc.count` 0 and null elsewhere, and non-finite numbers become null. Elements are ordered by
+ * bucket, then by group values in grouping order (ids numerically, strings by code point);
+ * `bucket` is the bucket start in the query's zone with its offset (`formatInZone`).
+ */
+export function buildMetricResponse(
+  query: ParsedMetricQuery,
+  rows: readonly MetricQueryRow[],
+  columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
+): MetricResponse {
+  const schemaMetrics: Record<string, Record<string, MetricValueSchema>> = {};
+  for (const metric of query.metrics) {
+    const first = metric.include[0];
+    const column = first === undefined ? undefined : columnSchema(first);
+    const entry: Record<string, MetricValueSchema> = {};
+    for (const aggregation of query.aggregations) entry[aggregation.label] = valueSchema(aggregation, column);
+    schemaMetrics[metric.identifier] = entry;
+  }
+
+  const emptyValues = (): Record<string, number | null> => {
+    const values: Record<string, number | null> = {};
+    for (const aggregation of query.aggregations) {
+      values[aggregation.label] = aggregation.name === "svc.count" ? 0 : null;
+    }
+    return values;
+  };
+
+  interface Element {
+    readonly bucketMs: number;
+    readonly group: Readonly<Record<string, string | number>>;
+    readonly metrics: Record<string, Record<string, number | null>>;
+  }
+  const elements = new Map<string, Element>();
+  for (const row of rows) {
+    const groupKey = query.grouping.map((key) => row.group[groupField(key)] ?? null);
+    const key = JSON.stringify([row.bucket, groupKey]);
+    let element = elements.get(key);
+    if (element === undefined) {
+      const metrics: Record<string, Record<string, number | null>> = {};
+      for (const metric of query.metrics) metrics[metric.identifier] = emptyValues();
+      element = { bucketMs: row.bucket, group: { ...row.group }, metrics };
+      elements.set(key, element);
+    }
+    const values = element.metrics[row.identifier];
+    // A row for an identifier the query did not ask for is a store bug; it is not answered.
+    if (values === undefined) continue;
+    for (const aggregation of query.aggregations) {
+      const value = finite(row.values[aggregation.label]);
+      values[aggregation.label] = value === null && aggregation.name === "svc.count" ? 0 : value;
+    }
+  }
+
+  const data = [...elements.values()]
+    .sort((a, b) => a.bucketMs - b.bucketMs || compareGroups(a.group, b.group, query.grouping))
+    .map((element) => ({
+      bucket: formatInZone(element.bucketMs, query.zone),
+      group: element.group,
+      metrics: element.metrics,
+    }));
+
+  return {
+    schema: {
+      bucketing: { duration: query.duration },
+      grouping: query.grouping.map(groupingText),
+      metrics: schemaMetrics,
+    },
+    data,
+  };
+}

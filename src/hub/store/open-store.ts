@@ -1,0 +1,35 @@
+/**
+ * Picks the store implementation from the hub's store URL (DESIGN 5.5).
+ */
+import { isAbsolute, join, resolve } from "node:path";
+import { createDuckDbStore } from "./duckdb/duckdb-store.js";
+import type { Store } from "./store.js";
+
+/** The DuckDB file used when the URL names no path. */
+export const DEFAULT_DUCKDB_FILE = "vigil.duckdb";
+
+/**
+ * Opens the store named by `url`: `duckdb:PATH` is a DuckDB file (a relative PATH is resolved
+ * against `dataDir`; `duckdb:`, `duckdb` or an empty URL mean `<dataDir>/vigil.duckdb`;
+ * `duckdb::memory:` keeps everything in memory). `postgres://…` and `postgresql://…` are rejected
+ * in this build. The returned store is not migrated yet: call `migrate()` first.
+ */
+export async function openStore(url: string, dataDir: string): Promise<Store> {
+  const trimmed = url.trim();
+  if (trimmed === "" || trimmed === "duckdb" || trimmed.startsWith("duckdb:")) {
+    const path = trimmed.startsWith("duckdb:") ? trimmed.slice("duckdb:".length) : "";
+    return createDuckDbStore({ path: duckDbPath(path, dataDir) });
+  }
+  if (/^postgres(?:ql)?:\/\//i.test(trimmed)) {
+    throw new Error("PostgreSQL store: not available in this build; use duckdb:PATH");
+  }
+  // Only the scheme is echoed: a URL may carry a password.
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed)?.[1] ?? "(none)";
+  throw new Error(`unknown store URL scheme "${scheme}": use duckdb:PATH or postgres://…`);
+}
+
+function duckDbPath(path: string, dataDir: string): string {
+  if (path === "") return join(dataDir, DEFAULT_DUCKDB_FILE);
+  if (path === ":memory:") return path;
+  return isAbsolute(path) ? path : resolve(dataDir, path);
+}

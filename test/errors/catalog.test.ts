@@ -1,0 +1,42 @@
+/** STYLE 8: every error code is documented, and errors render the one body shape. */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { ERRORS, errorBody, VigilError } from "../../src/errors/catalog.js";
+
+const doc = readFileSync(join(import.meta.dirname, "..", "..", "docs", "errors.md"), "utf8");
+/** The table rows of docs/errors.md as trimmed cells, whatever the column padding. */
+const rows = doc
+  .split("\n")
+  .filter((line) => line.startsWith("|"))
+  .map((line) =>
+    line
+      .split("|")
+      .slice(1, -1)
+      .map((cell) => cell.trim()),
+  );
+
+describe("error catalog", () => {
+  for (const [code, spec] of Object.entries(ERRORS)) {
+    test(`${code} is listed in docs/errors.md with its status and title`, () => {
+      const row = rows.find((cells) => cells[0] === `\`${code}\``);
+      assert.ok(row, `docs/errors.md has no row for ${code}`);
+      assert.deepEqual(row.slice(1, 3), [String(spec.status), spec.title], `row for ${code} is out of date`);
+    });
+  }
+
+  test("fields fill the body template; unknown placeholders stay visible", () => {
+    const error = new VigilError("DATAVIEW_NOT_FOUND", { sampler: "orders" });
+    assert.deepEqual(errorBody(error), {
+      status: 404,
+      title: "Dataview not found",
+      body: "Sampler 'orders' has no dataview '{dataview}'; create it with PUT on the dataview path first.",
+    });
+  });
+
+  test("a cause is chained", () => {
+    const cause = new Error("low level");
+    assert.equal(new VigilError("INTERNAL", { requestId: "r1" }, { cause }).cause, cause);
+  });
+});

@@ -1,0 +1,223 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { ColumnSchema } from "../../../src/config/setup.js";
+import { type ParsedMetricQuery, parseMetricQuery } from "../../../src/hub/query/metric-query.js";
+import { buildMetricResponse } from "../../../src/hub/query/metric-response.js";
+import type { CellSelector, MetricQueryRow } from "../../../src/hub/store/store.js";
+import { asEpochMs } from "../../../src/ids.js";
+
+function query(overrides: Record<string, unknown> = {}): ParsedMetricQuery {
+  return parseMetricQuery({
+    zoneId: "Europe/London",
+    filter: { entities: "", range: { from: "2026-03-29T00:00:00Z", to: "2026-03-29T03:00:00Z" } },
+    metrics: [
+      { identifier: "lat", include: ["orders/queue/{rowname}/latency", "orders/other/{rowname}/queued"] },
+      { identifier: "q", include: ["orders/queue/{rowname}/queued"] },
+    ],
+    aggregations: ["svc.count", "svc.max", "svc.avg"],
+    bucketing: { duration: "PT1H" },
+    ...overrides,
+  });
+}
+
+const COLUMNS: Record<string, ColumnSchema> = {
+  latency: { type: "float64", unit: "milliseconds" },
+  queued: { type: "int64", unit: "" },
+  name: { type: "string", unit: "none" },
+};
+const schemaOf = (selector: CellSelector): ColumnSchema | undefined => COLUMNS[selector.column];
+
+const row = (
+  iso: string,
+  identifier: string,
+  values: Record<string, number | null>,
+  group = {},
+): MetricQueryRow => ({
+  bucket: asEpochMs(Date.parse(iso)),
+  group,
+  identifier,
+  values,
+});
+
+describe("buildMetricResponse schema", () => {
+  test("echoes bucketing and grouping and types every identifier × aggregation", () => {
+    const q = query({ grouping: ["entity", "entity:user.Region"] });
+    const response = buildMetricResponse(q, [], schemaOf);
+    assert.deepEqual(response.schema, {
+      bucketing: { duration: "PT1H" },
+      grouping: ["entity", "entity:user.Region"],
+      metrics: {
+        lat: {
+          "svc.count": { type: "int64", unit: "none" },
+          "svc.max": { type: "float64", unit: "milliseconds" },
+          "svc.avg": { type: "float64", unit: "milliseconds" },
+        },
+        q: {
+          "svc.count": { type: "int64", unit: "none" },
+          "svc.max": { type: "int64", unit: "none" },
+          "svc.avg": { type: "float64", unit: "none" },
+        },
+      },
+    });
+    assert.deepEqual(response.data, []);
+  });
+
+  const aggregations = [
+    "svc.count",
+    "svc.sum",
+    "svc.min",
+    "svc.max",
+    "svc.avg",
+    "svc.var",
+    "svc.stddev",
+    "svc.first",
+    "svc.last",
+    "svc.percentile(0.5)",
+  ];
+  const types: [string, string, Record<string, string>][] = [
+    [
+      "an int64 column keeps int64 except count/avg/var/stddev",
+      "queued",
+      { int: "svc.sum svc.min svc.max svc.first svc.last svc.percentile(0.5) svc.count", unit: "none" },
+    ],
+    [
+      "a float64 column gives float64 everywhere but count",
+      "latency",
+      { int: "svc.count", unit: "milliseconds" },
+    ],
+    ["a string column counts as float64", "name", { int: "svc.count", unit: "none" }],
+    ["an undeclared column is float64 with unit none", "undeclared", { int: "svc.count", unit: "none" }],
+  ];
+  for (const [name, column, expected] of types) {
+    test(name, () => {
+      const q = query({ metrics: [{ identifier: "m", include: [`s/d/r/${column}`] }], aggregations });
+      const metric = buildMetricResponse(q, [], schemaOf).schema.metrics.m ?? {};
+      const ints = (expected.int ?? "").split(" ");
+      for (const label of aggregations) {
+        const unit = label === "svc.count" ? "none" : expected.unit;
+        assert.deepEqual(metric[label], { type: ints.includes(label) ? "int64" : "float64", unit }, label);
+      }
+    });
+  }
+});
+
+describe("buildMetricResponse data", () => {
+  const cases: [string, ParsedMetricQuery, MetricQueryRow[], unknown][] = [
+    [
+      "rows of one bucket merge; a missing identifier has count 0 and nulls",
+      query(),
+      [
+        row("2026-03-29T00:00:00Z", "lat", { "svc.count": 2, "svc.max": 9.5, "svc.avg": 7 }),
+        row("2026-03-29T00:00:00Z", "q", { "svc.count": 1, "svc.max": 3, "svc.avg": 3 }),
+        row("2026-03-29T01:00:00Z", "q", { "svc.count": 4, "svc.max": 8, "svc.avg": 5.5 }),
+      ],
+      [
+        {
+          bucket: "2026-03-29T00:00:00+00:00",
+          group: {},
+          metrics: {
+            lat: { "svc.count": 2, "svc.max": 9.5, "svc.avg": 7 },
+            q: { "svc.count": 1, "svc.max": 3, "svc.avg": 3 },
+          },
+        },
+        {
+          bucket: "2026-03-29T02:00:00+01:00",
+          group: {},
+          metrics: {
+            lat: { "svc.count": 0, "svc.max": null, "svc.avg": null },
+            q: { "svc.count": 4, "svc.max": 8, "svc.avg": 5.5 },
+          },
+        },
+      ],
+    ],
+    [
+      "groups split a bucket and sort by entity id numerically, then by bucket",
+      query({
+        grouping: ["entity"],
+        metrics: [{ identifier: "q", include: ["s/d//c"] }],
+        aggregations: ["svc.sum"],
+      }),
+      [
+        row("2026-03-29T01:00:00Z", "q", { "svc.sum": 1 }, { entity: 2 }),
+        row("2026-03-29T00:00:00Z", "q", { "svc.sum": 3 }, { entity: 10 }),
+        row("2026-03-29T00:00:00Z", "q", { "svc.sum": 4 }, { entity: 9 }),
+      ],
+      [
+        { bucket: "2026-03-29T00:00:00+00:00", group: { entity: 9 }, metrics: { q: { "svc.sum": 4 } } },
+        { bucket: "2026-03-29T00:00:00+00:00", group: { entity: 10 }, metrics: { q: { "svc.sum": 3 } } },
+        { bucket: "2026-03-29T02:00:00+01:00", group: { entity: 2 }, metrics: { q: { "svc.sum": 1 } } },
+      ],
+    ],
+    [
+      "rowname and attribute groups sort by code point in grouping order and merge identifiers",
+      query({
+        grouping: ["entity:user.Region", "rowname"],
+        metrics: [
+          { identifier: "a", include: ["s/d/{rowname}/c"] },
+          { identifier: "b", include: ["s/d/{rowname}/e"] },
+        ],
+        aggregations: ["svc.last"],
+      }),
+      [
+        row("2026-03-29T00:00:00Z", "a", { "svc.last": 1 }, { attribute: "emea", rowname: "r2" }),
+        row("2026-03-29T00:00:00Z", "b", { "svc.last": 2 }, { attribute: "emea", rowname: "r2" }),
+        row("2026-03-29T00:00:00Z", "a", { "svc.last": 3 }, { attribute: "", rowname: "r9" }),
+        row("2026-03-29T00:00:00Z", "b", { "svc.last": 4 }, { attribute: "emea", rowname: "R1" }),
+      ],
+      [
+        {
+          bucket: "2026-03-29T00:00:00+00:00",
+          group: { attribute: "", rowname: "r9" },
+          metrics: { a: { "svc.last": 3 }, b: { "svc.last": null } },
+        },
+        {
+          bucket: "2026-03-29T00:00:00+00:00",
+          group: { attribute: "emea", rowname: "R1" },
+          metrics: { a: { "svc.last": null }, b: { "svc.last": 4 } },
+        },
+        {
+          bucket: "2026-03-29T00:00:00+00:00",
+          group: { attribute: "emea", rowname: "r2" },
+          metrics: { a: { "svc.last": 1 }, b: { "svc.last": 2 } },
+        },
+      ],
+    ],
+    [
+      "non-finite and missing values become null, a null count 0",
+      query({
+        metrics: [{ identifier: "x", include: ["s/d//c"] }],
+        aggregations: ["svc.count", "svc.var", "svc.min"],
+      }),
+      [row("2026-03-29T00:00:00Z", "x", { "svc.count": null, "svc.var": Number.NaN })],
+      [
+        {
+          bucket: "2026-03-29T00:00:00+00:00",
+          group: {},
+          metrics: { x: { "svc.count": 0, "svc.var": null, "svc.min": null } },
+        },
+      ],
+    ],
+    [
+      "a fixed-offset zone labels buckets with its offset",
+      query({
+        zoneId: "+05:30",
+        metrics: [{ identifier: "x", include: ["s/d//c"] }],
+        aggregations: ["svc.max"],
+      }),
+      [row("2026-03-28T18:30:00Z", "x", { "svc.max": 1 })],
+      [{ bucket: "2026-03-29T00:00:00+05:30", group: {}, metrics: { x: { "svc.max": 1 } } }],
+    ],
+  ];
+  for (const [name, q, rows, expected] of cases) {
+    test(name, () => assert.deepEqual(buildMetricResponse(q, rows, schemaOf).data, expected));
+  }
+
+  test("the response survives JSON as the same object", () => {
+    const response = buildMetricResponse(
+      query(),
+      [row("2026-03-29T00:00:00Z", "lat", { "svc.count": 1 })],
+      schemaOf,
+    );
+    assert.deepEqual(JSON.parse(JSON.stringify(response)), response);
+  });
+});

@@ -1,0 +1,177 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { decimalFraction, parseZone } from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";
+import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
+import { openStore } from "../../../src/hub/store/open-store.js";
+import type { IngestBatch } from "../../../src/hub/store/store.js";
+import { asEpochMs } from "../../../src/ids.js";
+import { storeContract } from "./store-contract.js";
+
+const dir = await mkdtemp(join(tmpdir(), "vigil-duckdb-"));
+after(() => rm(dir, { recursive: true, force: true }));
+let files = 0;
+const freshFile = (): string => {
+  files += 1;
+  return join(dir, `nested-${files}`, "store.duckdb");
+};
+
+storeContract("duckdb file", () => createDuckDbStore({ path: freshFile(), memoryLimit: "256MB" }));
+storeContract("duckdb :memory:", () => createDuckDbStore({ path: ":memory:" }));
+
+const batch: IngestBatch = {
+  entities: [
+    {
+      key: { gateway: "gw", probe: "p", managedEntity: "me" },
+      attributes: { "svc.name": "me" },
+      deleted: false,
+      at: asEpochMs(Date.parse("2024-05-01T00:00:00Z")),
+    },
+  ],
+  samples: [
+    {
+      entity: { gateway: "gw", probe: "p", managedEntity: "me" },
+      series: { sampler: "s", samplerType: "", dataview: "d", row: "r", column: "c" },
+      at: asEpochMs(Date.parse("2024-05-01T10:00:00Z")),
+      text: "2.5",
+      value: 2.5,
+    },
+  ],
+};
+
+describe("DuckDB store", () => {
+  it("keeps entities, series and samples across a reopen, and resumes ids", async () => {
+    const path = freshFile();
+    const first = await createDuckDbStore({ path });
+    await first.migrate();
+    await first.ingest(batch);
+    await first.close();
+
+    const second = await createDuckDbStore({ path });
+    await second.migrate();
+    await second.ingest({
+      entities: [{ ...batch.entities[0]!, key: { gateway: "gw", probe: "p", managedEntity: "other" } }],
+      samples: batch.samples,
+    });
+    const entities = await second.listEntities({ includeDeleted: false });
+    assert.deepEqual(
+      entities.map((e) => e.id),
+      [1, 2],
+    );
+    assert.equal((await second.listSeries(entities[0]!.id)).length, 1);
+    const rows = await second.queryMetrics({
+      entities,
+      from: asEpochMs(Date.parse("2024-05-01T00:00:00Z")),
+      to: asEpochMs(Date.parse("2024-05-02T00:00:00Z")),
+      zone: "UTC",
+      bucket: { kind: "day" },
+      metrics: [
+        {
+          identifier: "m",
+          include: [{ sampler: "s", samplerType: null, dataview: "d", row: "r", column: "c" }],
+        },
+      ],
+      aggregations: [{ label: "n", name: "svc.count" }],
+      grouping: [],
+      timeWindows: [],
+    });
+    assert.deepEqual(
+      rows.map((r) => r.values.n),
+      [2],
+    );
+    await second.close();
+  });
+
+  it("migrate is idempotent", async () => {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    await store.ingest(batch);
+    await store.migrate();
+    assert.equal((await store.listEntities({ includeDeleted: false })).length, 1);
+    await store.close();
+  });
+
+  it("rejects calls after close", async () => {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    await store.close();
+    await assert.rejects(store.listEntities({ includeDeleted: false }), /closed/);
+  });
+});
+
+describe("parseZone", () => {
+  const cases: [string, string, ReturnType<typeof parseZone>][] = [
+    ["an IANA name is named", "Europe/London", { kind: "named", name: "Europe/London" }],
+    ["an alias is named", "Asia/Calcutta", { kind: "named", name: "Asia/Calcutta" }],
+    ["Etc/GMT-5 is named (ICU knows it)", "Etc/GMT-5", { kind: "named", name: "Etc/GMT-5" }],
+    ["+05:30 is a fixed offset", "+05:30", { kind: "fixed", offsetSeconds: 19_800 }],
+    ["-0800 is a fixed offset", "-0800", { kind: "fixed", offsetSeconds: -28_800 }],
+    ["+05 is a fixed offset", "+05", { kind: "fixed", offsetSeconds: 18_000 }],
+    ["UTC+01:00 is a fixed offset", "UTC+01:00", { kind: "fixed", offsetSeconds: 3_600 }],
+    ["Z is UTC", "Z", { kind: "fixed", offsetSeconds: 0 }],
+  ];
+  for (const [name, zone, expected] of cases) it(name, () => assert.deepEqual(parseZone(zone), expected));
+  it("an offset beyond ±18:00 is refused", () => assert.throws(() => parseZone("+19:00"), RangeError));
+});
+
+describe("decimalFraction", () => {
+  const cases: [string, string, bigint, bigint][] = [
+    ["0.07 is 7/100", "0.07", 7n, 100n],
+    ["0.070 reduces to 7/100", "0.070", 7n, 100n],
+    ["0.5 is 1/2", "0.5", 1n, 2n],
+    [".25 is 1/4", ".25", 1n, 4n],
+    ["0 is 0/1", "0", 0n, 1n],
+    ["1 is 1/1", "1", 1n, 1n],
+    ["1.0 is 1/1", "1.0", 1n, 1n],
+    ["5e-2 is 1/20", "5e-2", 1n, 20n],
+    ["0.123456789 stays exact", "0.123456789", 123456789n, 1000000000n],
+  ];
+  for (const [name, p, num, den] of cases) {
+    it(name, () => assert.deepEqual(decimalFraction(p), { numerator: num, denominator: den }));
+  }
+  const bad: [string, string][] = [
+    ["above 1", "1.5"],
+    ["negative", "-0.1"],
+    ["not a number", "abc"],
+    ["empty", ""],
+    ["a lone dot", "."],
+    ["more than 24 places", "0.1234567890123456789012345"],
+  ];
+  for (const [name, p] of bad)
+    it(`refuses ${name}`, () => assert.throws(() => decimalFraction(p), RangeError));
+});
+
+describe("openStore", () => {
+  const cases: [string, string][] = [
+    ["duckdb:relative/x.duckdb resolves against the data dir", "duckdb:relative/x.duckdb"],
+    ["plain duckdb uses <dataDir>/vigil.duckdb", "duckdb"],
+    ["an empty URL uses <dataDir>/vigil.duckdb", ""],
+    ["duckdb::memory: is in memory", "duckdb::memory:"],
+  ];
+  for (const [name, url] of cases) {
+    it(name, async () => {
+      const store = await openStore(url, join(dir, "open-store"));
+      assert.equal(store.kind, "duckdb");
+      await store.migrate();
+      await store.close();
+    });
+  }
+  it("places files where the URL says", async () => {
+    const { access } = await import("node:fs/promises");
+    await access(join(dir, "open-store", "relative", "x.duckdb"));
+    await access(join(dir, "open-store", "vigil.duckdb"));
+  });
+  it("refuses postgres:// in this build", async () => {
+    await assert.rejects(openStore("postgres://u:p@h/db", dir), {
+      message: "PostgreSQL store: not available in this build; use duckdb:PATH",
+    });
+  });
+  it("refuses an unknown scheme without echoing the URL", async () => {
+    await assert.rejects(
+      openStore("mysql://u:secret@h/db", dir),
+      (e: Error) => !e.message.includes("secret"),
+    );
+  });
+});
