@@ -3,6 +3,9 @@
 import { Command } from "commander";
 import { formatSetupIssues, SetupError } from "../config/load-setup.js";
 import { VIGIL_VERSION } from "../version.js";
+import { registerGateway } from "./commands/gateway.js";
+import { registerHub } from "./commands/hub.js";
+import { registerProbe } from "./commands/probe.js";
 import { registerUp } from "./commands/up.js";
 import { registerValidate } from "./commands/validate.js";
 
@@ -10,6 +13,9 @@ const program = new Command("vigil")
   .description("monitoring data platform: rest-api probe, gateway publishing public-v2, hub query API")
   .version(VIGIL_VERSION);
 registerUp(program);
+registerProbe(program);
+registerGateway(program);
+registerHub(program);
 registerValidate(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -9,6 +9,10 @@
 export const DEFAULT_GATEWAY_PORT = 7039; // TCP port
 /** When > 0, overrides every sampler's rowLimit; 0 means "use each sampler's own". */
 export const DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS = 0; // rows (0 = off)
+/** Distinct columns one dataview may hold; beyond, a PUT is a 400 naming the limit. */
+export const DEFAULT_MAX_COLUMNS_PER_DATAVIEW = 256; // columns
+/** Longest cell text accepted by the probe; beyond, a PUT is a 400 naming the limit. */
+export const DEFAULT_MAX_CELL_LENGTH = 8192; // UTF-16 code units
 /** Where public-v2 messages go when the setup names no sink: the in-process bus. */
 export const DEFAULT_PUBLISH = ["memory"] as const;
 /** JetStream stream name for a `nats` publish sink. */
@@ -53,6 +57,8 @@ export const DEFAULT_RULE_TARGET_WILDCARD = "*";
 // Hub (DESIGN 1, 5.4)
 /** TCP port of the hub's query API and web console. */
 export const DEFAULT_HUB_PORT = 8081; // TCP port
+/** Series (cells and headlines) one hub entity may have; a message creating more is dead-lettered. */
+export const DEFAULT_MAX_SERIES_PER_ENTITY = 100_000; // series
 /** Whether the hub's API needs a bearer token. */
 export const DEFAULT_SECURITY_ENABLED = true;
 /** Lifetime of an access token. */
@@ -67,3 +73,108 @@ export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
 // Process (DESIGN 1)
 /** Data directory of `vigil up|gateway|hub` when `--data-dir` is not given. */
 export const DEFAULT_DATA_DIR = "./vigil-data"; // path, relative to the working directory
+/**
+ * Quiet time after the last change to the setup file's folder before the file is read again: an
+ * editor's save (truncate + write, or write a temporary file + rename) is several events, one reload.
+ */
+export const SETUP_RELOAD_DEBOUNCE_MS = 100; // ms
+
+// Hand-offs (DESIGN 1): every stage holds a bounded amount of unacknowledged work.
+/** Most messages one publish batch carries, to a sink or from a bus consumer. */
+export const MAX_BATCH_MESSAGES = 2_000; // messages
+/** Messages one sink holds before the gateway stops taking probe changes (back-pressure). */
+export const SINK_BUFFER_MESSAGES = 50_000; // messages
+/** Batches one sink has in flight (published, not yet acknowledged). */
+export const SINK_WINDOW_BATCHES = 4; // batches
+/** First and largest delay between retries of a failed publish or store commit. */
+export const RETRY_INITIAL_MS = 100; // ms
+export const RETRY_MAX_MS = 5_000; // ms
+/** Probe change batches the gateway lets a probe have unacknowledged on its link (credit window). */
+export const LINK_CREDIT_BATCHES = 8; // batches
+/** Most changes one link batch carries. */
+export const LINK_BATCH_CHANGES = 500; // changes
+/** Changes a probe holds for its gateway before its ingest endpoints answer 503 (back-pressure). */
+export const PROBE_OUTGOING_CHANGES = 20_000; // changes
+/** Seconds a 503 for back-pressure or memory protection asks the client to wait. */
+export const RETRY_AFTER_SECONDS = 1; // s
+/** Interval of link heartbeats; a link silent for 3 intervals is taken as lost. */
+export const LINK_HEARTBEAT_MS = 5_000; // ms
+/** A clean stop (SIGTERM) finishes within this time, acknowledged work committed. */
+export const STOP_DEADLINE_MS = 10_000; // ms
+/** Entries of the hub's series-id cache (the rest are read from the store on demand). */
+export const SERIES_CACHE_ENTRIES = 200_000; // series
+/** Name of the hub's dead-letter file, in its data dir. */
+export const DEAD_LETTER_FILE = "dead-letter.ndjson";
+
+// NATS JetStream bus (DESIGN 4.3, 5.5)
+/** How long JetStream remembers a `Nats-Msg-Id` to drop a duplicate publish. */
+export const NATS_DUPLICATE_WINDOW_MS = 120_000; // ms (2 min)
+/** Age after which the stream drops a message (the bound of the stream; a hub away longer misses it). */
+export const NATS_STREAM_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000; // ms (7 days)
+/** Longest the sink waits for one publish acknowledgement (and for a lost connection to come back). */
+export const NATS_PUBLISH_TIMEOUT_MS = 5_000; // ms
+/** Wait between two reconnection attempts of an established connection (the client retries for ever). */
+export const NATS_RECONNECT_WAIT_MS = 1_000; // ms
+/** Interval of client pings; 3 unanswered pings mark the connection as lost. */
+export const NATS_PING_INTERVAL_MS = 10_000; // ms
+/** Longest a close waits for what was sent (acks, publishes) to reach the server. */
+export const NATS_CLOSE_FLUSH_MS = 1_000; // ms
+/** Durable consumer name the hubs share (the scale-out deployment, DESIGN 5.5). */
+export const NATS_DEFAULT_DURABLE = "vigil-hub";
+/** Time the server waits for a hub's ack before it delivers the message again (to any hub). */
+export const NATS_ACK_WAIT_MS = 30_000; // ms
+/** Messages the durable consumer has delivered and not yet had acknowledged, across all hubs. */
+export const NATS_MAX_ACK_PENDING = 20_000; // messages
+/** Longest one pull request waits for messages; a shorter one costs a request per interval when idle. */
+export const NATS_FETCH_EXPIRES_MS = 2_000; // ms (the client's minimum is 1 s)
+
+// Probe link, gateway and hub bounds (issue 6)
+/** Batches waiting for the consumer before publish is refused. */
+export const MEMORY_BUS_MAX_PENDING_BATCHES = 64; // batches
+/** Dataviews one sampler may hold on the gateway; the probe refuses more (PROBE_MAX_DATAVIEWS_PER_SAMPLER). */
+export const GATEWAY_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
+/**
+ * Bytes a message-tap client may have waiting in its socket buffer; beyond, the client is too
+ * slow and is dropped (with a log line) rather than letting the gateway's memory grow.
+ */
+export const TAP_MAX_BUFFERED_BYTES = 8 * 1024 * 1024; // 8 MiB
+/** Address the gateway listens on unless told otherwise (secure default, docs/decisions.md). */
+export const DEFAULT_GATEWAY_HOST = "127.0.0.1";
+/** First delay before reconnecting after a lost link; doubles up to LINK_RECONNECT_MAX_MS. */
+export const LINK_RECONNECT_MIN_MS = 250; // ms
+/** Longest delay between two connection attempts; also the wait after a refusal. */
+export const LINK_RECONNECT_MAX_MS = 10_000; // ms
+/**
+ * Estimated size of the outgoing buffer beyond which ingest answers 503, whatever the count: a
+ * queued PUT dataview holds a whole dataview.
+ */
+export const PROBE_OUTGOING_BYTES = 64 * 1024 * 1024; // 64 MiB (estimate)
+/**
+ * Dataviews one sampler may hold: every map a client can grow has a bound (house rules). Far above
+ * what a real source pushes; a PUT of a new dataview beyond it is a 400 (TOO_MANY_DATAVIEWS).
+ */
+export const PROBE_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
+/** Time between two RSS reads; also how often a waiting gateway looks again. */
+export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
+/** DuckDB's `memory_limit` when none is given: enough for month-long percentile queries. */
+export const DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB";
+/**
+ * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
+ * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice
+ * that (row names beside the cells); batches are cut at LINK_BATCH_TARGET_BYTES.
+ */
+export const LINK_MAX_FRAME_BYTES = 64 * 1024 * 1024; // 64 MiB
+/** A batch is closed once its changes are estimated at this size (one change may exceed it). */
+export const LINK_BATCH_TARGET_BYTES = 1024 * 1024; // 1 MiB (estimate, UTF-16 code units)
+/**
+ * Columns and cell length a gateway accepts on a link whatever its setup says. The setup's limits
+ * are enforced where data enters (the probe's ingest endpoints); the link only refuses what no
+ * probe can produce, so a reload that lowers a limit never breaks the links of probes that hold
+ * data taken under the old one (their state would fail forever).
+ */
+export const LINK_MAX_COLUMNS = 65_536; // columns
+export const LINK_MAX_CELL_LENGTH = 1024 * 1024; // UTF-16 code units
+/** Backfill requests handled at once; more get a 503 with Retry-After (each may hold 256 MiB). */
+export const MAX_CONCURRENT_BACKFILLS = 2;
+/** Time a probe waits for the WebSocket handshake before it gives up and retries. */
+export const LINK_HANDSHAKE_TIMEOUT_MS = 10_000; // ms

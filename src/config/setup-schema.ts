@@ -1,8 +1,9 @@
 /**
  * JSON Schema (draft 2020-12) of the YAML setup file (DESIGN 2). Unknown keys are errors at every
  * level (`additionalProperties: false`). `default` values are annotations for editors and docs:
- * `load-setup.ts` fills the defaults itself, from `defaults.ts`. What a JSON Schema cannot say
- * (duplicate names, cross-references, regex syntax, port clashes) is checked in `load-setup.ts`.
+ * `build-setup.ts` fills the defaults itself, from `defaults.ts`. What a JSON Schema cannot say
+ * (duplicate names, cross-references, regex syntax, port clashes, well-formed Unicode) is checked in
+ * `setup-cross-checks.ts`.
  *
  * Samplers and publish sinks are discriminated with `if`/`then` rather than `oneOf`, so that a
  * validator reports the errors of the one branch that applies instead of every branch's.
@@ -15,6 +16,9 @@ import {
   DEFAULT_FKM_SAMPLE_INTERVAL,
   DEFAULT_GATEWAY_PORT,
   DEFAULT_HUB_PORT,
+  DEFAULT_MAX_CELL_LENGTH,
+  DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+  DEFAULT_MAX_SERIES_PER_ENTITY,
   DEFAULT_MEMORY_LIMIT_MB,
   DEFAULT_MEMORY_RATIO,
   DEFAULT_NATS_STREAM,
@@ -53,6 +57,15 @@ const samplerType = {
   description: "a sampler type without parentheses",
 } as const;
 const filePath = { type: "string" } as const;
+/** Memory protection (DESIGN 3.5) of a probe, the gateway or the hub: the same keys and defaults. */
+const memoryProtection = {
+  type: "object",
+  properties: {
+    limitMb: { type: "integer", minimum: 1, default: DEFAULT_MEMORY_LIMIT_MB },
+    ratio: { type: "number", exclusiveMinimum: 0, maximum: 1, default: DEFAULT_MEMORY_RATIO },
+  },
+  additionalProperties: false,
+} as const;
 
 const restApiSampler = {
   type: "object",
@@ -162,14 +175,7 @@ const probe = {
     hostname: { type: "string", minLength: 1, default: DEFAULT_PROBE_HOSTNAME },
     restApiHttpPort: port(DEFAULT_REST_API_HTTP_PORT),
     restApiHttpsPort: port(DEFAULT_REST_API_HTTPS_PORT),
-    memoryProtection: {
-      type: "object",
-      properties: {
-        limitMb: { type: "integer", minimum: 1, default: DEFAULT_MEMORY_LIMIT_MB },
-        ratio: { type: "number", exclusiveMinimum: 0, maximum: 1, default: DEFAULT_MEMORY_RATIO },
-      },
-      additionalProperties: false,
-    },
+    memoryProtection,
     managedEntities: { type: "array", items: managedEntity, default: [] },
   },
   additionalProperties: false,
@@ -181,7 +187,7 @@ const natsSink = {
   properties: {
     url: {
       type: "string",
-      pattern: "^(nats|tls|ws|wss)://\\S+$",
+      pattern: "^(nats|tls)://\\S+$",
       description: "a NATS server URL such as nats://127.0.0.1:4222",
     },
     stream: {
@@ -221,6 +227,19 @@ const gateway = {
     name,
     port: port(DEFAULT_GATEWAY_PORT),
     customDataviewMaxRows: { type: "integer", minimum: 0, default: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS },
+    maxColumnsPerDataview: {
+      type: "integer",
+      minimum: 1,
+      default: DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+      description: "distinct columns per dataview",
+    },
+    maxCellLength: {
+      type: "integer",
+      minimum: 1,
+      default: DEFAULT_MAX_CELL_LENGTH,
+      description: "UTF-16 code units per cell",
+    },
+    memoryProtection,
     publish: { type: "array", items: publishSink, default: ["memory"] },
   },
   additionalProperties: false,
@@ -260,6 +279,13 @@ const hub = {
   type: "object",
   properties: {
     port: port(DEFAULT_HUB_PORT),
+    maxSeriesPerEntity: {
+      type: "integer",
+      minimum: 1,
+      default: DEFAULT_MAX_SERIES_PER_ENTITY,
+      description: "series per entity",
+    },
+    memoryProtection,
     tls: {
       type: "object",
       properties: { certificate: filePath, key: filePath },

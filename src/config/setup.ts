@@ -53,7 +53,7 @@ export interface ProbeSetup {
   readonly hostname: string;
   readonly restApiHttpPort: number;
   readonly restApiHttpsPort: number;
-  readonly memoryProtection: { readonly limitMb: number; readonly ratio: number };
+  readonly memoryProtection: MemoryProtectionSetup;
   readonly managedEntities: readonly ManagedEntitySetup[];
 }
 
@@ -75,8 +75,19 @@ export interface RuleSetup {
   readonly severity: Severity;
 }
 
+/** RSS watch of a process (DESIGN 3.5): past `ratio × limitMb` it answers 503 instead of growing. */
+export interface MemoryProtectionSetup {
+  /** MiB of resident memory. */
+  readonly limitMb: number;
+  /** Fraction of `limitMb`, in (0, 1]. */
+  readonly ratio: number;
+}
+
 export interface HubSetup {
   readonly port: number;
+  /** Series one entity may have; a message that would create more is dead-lettered. */
+  readonly maxSeriesPerEntity: number;
+  readonly memoryProtection: MemoryProtectionSetup;
   readonly tls: { readonly certificate: string; readonly key: string };
   readonly security: {
     readonly enabled: boolean;
@@ -96,6 +107,11 @@ export interface GatewaySetup {
   readonly port: number;
   /** > 0 overrides every sampler's rowLimit. */
   readonly customDataviewMaxRows: number;
+  /** Distinct columns one dataview may have; a PUT beyond is a 400 naming the limit. */
+  readonly maxColumnsPerDataview: number;
+  /** Longest cell text, in UTF-16 code units (JavaScript string length); a PUT beyond is a 400. */
+  readonly maxCellLength: number;
+  readonly memoryProtection: MemoryProtectionSetup;
   readonly publish: readonly PublishSink[];
 }
 

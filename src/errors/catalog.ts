@@ -88,7 +88,27 @@ export const ERRORS = {
   MEMORY_PROTECTION: {
     status: 503,
     title: "Memory protection",
-    body: "The probe uses {rssMb} MB, above its memory protection threshold of {thresholdMb} MB; retry later or raise memoryProtection.ratio.",
+    body: "The {service} uses {rssMb} MB, above its memory protection threshold of {thresholdMb} MB; retry later or raise memoryProtection.ratio.",
+  },
+  INGEST_BACKLOG: {
+    status: 503,
+    title: "Gateway backlog",
+    body: "The probe holds {pending} changes its gateway has not taken yet (limit {limit}); retry later.",
+  },
+  TOO_MANY_COLUMNS: {
+    status: 400,
+    title: "Too many columns",
+    body: "Dataview '{dataview}' would have more than {limit} distinct columns, the limit (gateway.maxColumnsPerDataview); send fewer columns or raise the limit.",
+  },
+  CELL_TOO_LONG: {
+    status: 400,
+    title: "Cell too long",
+    body: "{where}, column '{column}': {length} characters, more than the limit of {limit} (gateway.maxCellLength); send a shorter value or raise the limit.",
+  },
+  TOO_MANY_DATAVIEWS: {
+    status: 400,
+    title: "Too many dataviews",
+    body: "Sampler '{sampler}' already holds {limit} dataviews, its limit; delete a dataview first.",
   },
   CLIENT_CERTIFICATE_REQUIRED: {
     status: 403,

@@ -1,12 +1,29 @@
 /**
  * The gateway's model of what its probes hold (DESIGN 4.1): probes, managed entities and the
- * dataviews they publish. Probe events are turned into public-v2 messages here: `create` when an
- * item first appears, `update` on every change (a row the request wrote is an update even when its
- * values are unchanged, so every accepted value becomes a sample), `delete` when it goes,
- * `snapshot` when current state is republished (DESIGN 4.3).
+ * dataviews they publish. What a probe sends over its link is turned into public-v2 messages here
+ * (DESIGN 4.3), in time proportional to the change:
+ *
+ * - a row upsert is `create` for a new row and `update` otherwise (even with unchanged values: every
+ *   accepted value is a sample); a row delete is `delete`; a dataview replace is `update` for every
+ *   row it holds that existed, `create` for new ones, `delete` for the rows it no longer has;
+ *   headlines are `create` with their dataview, `update` when they change, `delete` with it;
+ * - the probe's state after a (re)connect is compared with what the gateway had: unchanged items
+ *   are republished as `snapshot`, real differences as `create`/`update`/`delete` only for them;
+ *   the first connection of a probe is all `create`;
+ * - a probe whose link is lost or that says `bye` is published with `ConState: Down`.
+ *
+ * Changes for items the probe's setup does not have, or beyond its bounds, are refused and counted
+ * (a probe never sends them; a wrong one must not grow the gateway).
  */
-import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
-import type { DataviewAddress, ProbeEvent, ProbeParameters } from "../link/probe-link.js";
+import { DEFAULT_ROW_LIMIT, GATEWAY_MAX_DATAVIEWS_PER_SAMPLER } from "../config/defaults.js";
+import type { GatewaySetup, ProbeSetup, SamplerSetup } from "../config/setup.js";
+import {
+  type Change,
+  type DataviewAddress,
+  decodeCells,
+  type ProbeParameters,
+  type WireHeadlines,
+} from "../link/protocol.js";
 import type { Operation, PublicV2Message } from "../messages/types.js";
 import {
   headlineMessage,
@@ -17,180 +34,695 @@ import {
   tableMessage,
 } from "./message-builders.js";
 
+type Parameters = ProbeParameters & { readonly ConState: string };
+
+interface RowRecord {
+  /** The dataview's columns when the row was last written (its published columns). */
+  readonly columns: readonly string[];
+  /** Values in that column order, possibly shorter (the rest are blank). */
+  readonly cells: readonly string[];
+  readonly at: number;
+}
+
 interface DataviewRecord {
-  context: MetricsContext;
-  rows: Map<string, Readonly<Record<string, string>>>;
-  headlines: Readonly<Record<string, string>>;
+  readonly address: DataviewAddress;
+  readonly samplerKey: string;
+  plugin: string;
+  columns: readonly string[];
+  readonly rows: Map<string, RowRecord>;
+  headlines: WireHeadlines;
+  headlinesAt: number;
+}
+
+interface SamplerInfo {
+  readonly maxRows: number;
+  dataviews: number;
 }
 
 interface ProbeRecord {
-  readonly setup: ProbeSetup;
-  parameters: (ProbeParameters & { ConState: string }) | undefined;
-  /** True once the probe and its managed entities were announced with `create`. */
-  announced: boolean;
+  setup: ProbeSetup;
+  /** Samplers of the setup by `[managedEntity, sampler, type]`. */
+  samplers: Map<string, SamplerInfo>;
+  /** Latest parameters from the link (hello / parameters). */
+  parameters: ProbeParameters | undefined;
+  /** What was last published for the probe; undefined until its first connection. */
+  published: Parameters | undefined;
   readonly dataviews: Map<string, DataviewRecord>;
+  /** Present while the probe's state after a (re)connect is arriving: what it holds. */
+  sync: Map<string, Set<string>> | undefined;
+  /**
+   * The probe said it was linked before (`hello.resumed`): what its state holds that this gateway
+   * does not know is republished current state (`snapshot`: a restarted gateway, DESIGN 4.3), not new.
+   */
+  resumed: boolean;
 }
 
-const dataviewKey = (a: DataviewAddress): string =>
+/** Result of applying link changes: the messages, and how many changes were refused. */
+export interface Applied {
+  readonly messages: PublicV2Message[];
+  readonly rejected: number;
+}
+
+const samplerKeyOf = (managedEntity: string, sampler: string, type: string): string =>
+  JSON.stringify([managedEntity, sampler, type]);
+
+const dataviewKeyOf = (a: DataviewAddress): string =>
   JSON.stringify([a.managedEntity, a.sampler, a.samplerType, a.dataview]);
 
-function sameCells(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const keys = Object.keys(a);
-  if (keys.length !== Object.keys(b).length) return false;
-  return keys.every((k) => a[k] === b[k]);
+function sameParameters(a: ProbeParameters, b: ProbeParameters): boolean {
+  return (
+    a.osType === b.osType &&
+    a.HostName === b.HostName &&
+    a.Port === b.Port &&
+    a.OS === b.OS &&
+    a.Version === b.Version
+  );
 }
 
+function sameHeadlines(a: WireHeadlines, b: WireHeadlines): boolean {
+  return a.length === b.length && a.every(([name, value], i) => b[i]?.[0] === name && b[i]?.[1] === value);
+}
+
+/** A row's published content, blanks left out (a blank cell and a missing column read the same). */
+function content(row: RowRecord): Map<string, string> {
+  const out = new Map<string, string>();
+  row.columns.forEach((column, i) => {
+    const value = row.cells[i] ?? "";
+    if (value !== "") out.set(column, value);
+  });
+  return out;
+}
+
+/** Whether two rows publish the same values (a new blank column is no difference). */
+function sameRow(a: RowRecord, b: RowRecord): boolean {
+  const sameColumns =
+    a.columns === b.columns ||
+    (a.columns.length === b.columns.length && a.columns.every((c, i) => b.columns[i] === c));
+  if (sameColumns) {
+    const n = Math.max(a.cells.length, b.cells.length);
+    for (let i = 0; i < n; i += 1) if ((a.cells[i] ?? "") !== (b.cells[i] ?? "")) return false;
+    return true;
+  }
+  const left = content(a);
+  const right = content(b);
+  if (left.size !== right.size) return false;
+  for (const [column, value] of left) if (right.get(column) !== value) return false;
+  return true;
+}
+
+/** A prototype-less record of a row, for one message (column names are data). */
+function rowObject(row: RowRecord): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  row.columns.forEach((column, i) => {
+    out[column] = row.cells[i] ?? "";
+  });
+  return out;
+}
+
+function headlinesObject(headlines: WireHeadlines): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [name, value] of headlines) out[name] = value;
+  return out;
+}
+
+function maxRowsOf(sampler: SamplerSetup, gateway: GatewaySetup): number {
+  if (sampler.plugin === "fkm") return Math.max(sampler.keywords.length, DEFAULT_ROW_LIMIT);
+  return gateway.customDataviewMaxRows > 0 ? gateway.customDataviewMaxRows : sampler.rowLimit;
+}
+
+/** The gateway's view of every probe of its setup; each method returns the messages to publish. */
 export class Hierarchy {
   private readonly probes = new Map<string, ProbeRecord>();
+  /** Changes refused since start (unknown sampler or dataview, beyond a bound). */
+  rejected = 0;
 
   constructor(
-    private readonly gateway: GatewaySetup,
+    private gateway: GatewaySetup,
     probes: readonly ProbeSetup[],
   ) {
     for (const setup of probes) {
-      this.probes.set(setup.name, { setup, parameters: undefined, announced: false, dataviews: new Map() });
+      this.probes.set(setup.name, {
+        setup,
+        samplers: this.samplersOf(setup),
+        parameters: undefined,
+        published: undefined,
+        dataviews: new Map(),
+        sync: undefined,
+        resumed: false,
+      });
     }
   }
 
-  /** Applies one probe event and returns the messages it causes, in publication order. */
-  apply(probeName: string, event: ProbeEvent, nowMs: number): PublicV2Message[] {
+  /** Whether the setup has a probe of that name. */
+  has(probe: string): boolean {
+    return this.probes.has(probe);
+  }
+
+  /** The setup of a probe, undefined when the setup has none of that name. */
+  probeSetup(probe: string): ProbeSetup | undefined {
+    return this.probes.get(probe)?.setup;
+  }
+
+  /** A link said `hello`: remembers its parameters; the probe is published with its state. */
+  hello(probe: string, parameters: ProbeParameters, resumed = false): void {
+    const record = this.record(probe);
+    record.parameters = parameters;
+    // Republished state only when this gateway run has not published the probe yet (it restarted);
+    // a gateway that knew the probe compares and creates what is really new.
+    record.resumed = resumed && record.published === undefined;
+    record.sync = undefined;
+  }
+
+  /** New parameters from the link: an `update` once the probe is published and they changed. */
+  parameters(probe: string, parameters: ProbeParameters, nowMs: number): PublicV2Message[] {
+    const record = this.record(probe);
+    record.parameters = parameters;
+    const published = record.published;
+    if (published === undefined || published.ConState !== "Up" || record.sync !== undefined) return [];
+    if (sameParameters(published, parameters)) return [];
+    record.published = { ...parameters, ConState: "Up" };
+    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
+  }
+
+  /**
+   * A batch of the probe's state after a (re)connect (DESIGN 4.3). The first batch publishes the
+   * probe and its managed entities; each item is compared with what the gateway had; the last
+   * batch deletes what the probe no longer holds.
+   */
+  state(probe: string, items: readonly Change[], last: boolean, nowMs: number): Applied {
+    const record = this.record(probe);
     const now = iso(nowMs);
-    const probe = this.probes.get(probeName);
-    if (probe === undefined) throw new Error(`probe '${probeName}' is not in the setup`);
-    switch (event.kind) {
-      case "hello":
-        return this.hello(probe, event.parameters, now);
-      case "bye":
-        return this.bye(probe, now);
-      case "dataview":
-        return this.dataview(
-          probe,
-          event.address,
-          event.plugin,
-          event.state,
-          event.touched,
-          iso(event.at),
-          now,
-        );
-      case "dataviewDeleted":
-        return this.dataviewDeleted(probe, event.address, iso(event.at), now);
+    const messages: PublicV2Message[] = [];
+    let rejected = 0;
+    if (record.sync === undefined) {
+      record.sync = new Map();
+      messages.push(...this.announce(record, now));
     }
+    const sync = record.sync;
+    for (const item of items) {
+      const ok =
+        item.kind === "dataview"
+          ? this.syncDataview(record, sync, item, now, messages)
+          : item.kind === "row"
+            ? this.syncRow(record, sync, item, now, messages)
+            : false;
+      if (!ok) rejected += 1;
+    }
+    if (last) {
+      for (const [key, dataview] of record.dataviews) {
+        const seen = sync.get(key);
+        if (seen === undefined) {
+          this.dropDataview(record, key, dataview, now, iso(dataview.headlinesAt), messages);
+          continue;
+        }
+        for (const [name, row] of dataview.rows) {
+          if (seen.has(name)) continue;
+          dataview.rows.delete(name);
+          messages.push(
+            tableMessage("delete", this.context(record, dataview), name, rowObject(row), now, now),
+          );
+        }
+      }
+      record.sync = undefined;
+    }
+    this.rejected += rejected;
+    return { messages, rejected };
+  }
+
+  /** A batch of live changes, each applied in time proportional to its size. */
+  changes(probe: string, changes: readonly Change[], nowMs: number): Applied {
+    const record = this.record(probe);
+    const now = iso(nowMs);
+    const messages: PublicV2Message[] = [];
+    let rejected = 0;
+    for (const change of changes) if (!this.applyChange(record, change, now, messages)) rejected += 1;
+    this.rejected += rejected;
+    return { messages, rejected };
+  }
+
+  /** The probe's link is gone (lost or `bye`): `probe update` with `ConState: Down`. */
+  down(probe: string, nowMs: number): PublicV2Message[] {
+    const record = this.probes.get(probe);
+    if (record === undefined) return [];
+    record.sync = undefined;
+    const published = record.published;
+    if (published === undefined || published.ConState === "Down") return [];
+    record.published = { ...published, ConState: "Down" };
+    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
+  }
+
+  /**
+   * A new setup (reload): managed entities added, changed or removed are published for probes
+   * already published; probes no longer in the setup are deleted with everything they held.
+   */
+  updateSetup(gateway: GatewaySetup, probes: readonly ProbeSetup[], nowMs: number): PublicV2Message[] {
+    this.gateway = gateway;
+    const now = iso(nowMs);
+    const messages: PublicV2Message[] = [];
+    const next = new Map(probes.map((setup) => [setup.name, setup] as const));
+    for (const [name, record] of this.probes) {
+      if (next.has(name)) continue;
+      for (const [key, dataview] of record.dataviews)
+        this.dropDataview(record, key, dataview, now, now, messages);
+      if (record.published !== undefined) {
+        for (const entity of record.setup.managedEntities) {
+          messages.push(
+            managedEntityMessage("delete", gateway.name, name, entity.name, entity.attributes, now),
+          );
+        }
+        messages.push(probeMessage("delete", gateway.name, name, record.published, now));
+      }
+      this.probes.delete(name);
+    }
+    for (const setup of probes) {
+      const record = this.probes.get(setup.name);
+      if (record === undefined) {
+        this.probes.set(setup.name, {
+          setup,
+          samplers: this.samplersOf(setup),
+          parameters: undefined,
+          published: undefined,
+          dataviews: new Map(),
+          sync: undefined,
+          resumed: false,
+        });
+        continue;
+      }
+      if (record.published !== undefined) messages.push(...this.entityChanges(record, setup, now));
+      record.setup = setup;
+      record.samplers = this.samplersOf(setup);
+      // Dataviews of samplers that went are deleted (the probe drops them too).
+      for (const [key, dataview] of record.dataviews) {
+        const sampler = record.samplers.get(dataview.samplerKey);
+        if (sampler === undefined) this.dropDataview(record, key, dataview, now, now, messages);
+        else sampler.dataviews += 1;
+      }
+    }
+    return messages;
   }
 
   /** Current state of every item as `snapshot` messages (gateway start, on request). */
   snapshot(nowMs: number): PublicV2Message[] {
     const now = iso(nowMs);
     const out: PublicV2Message[] = [];
-    for (const probe of this.probes.values()) {
-      if (!probe.announced || probe.parameters === undefined) continue;
-      out.push(...this.announce(probe, "snapshot", now));
-      for (const record of probe.dataviews.values()) {
-        out.push(headlineMessage("snapshot", record.context, record.headlines, now, now));
-        for (const [row, cells] of record.rows)
-          out.push(tableMessage("snapshot", record.context, row, cells, now, now));
+    for (const record of this.probes.values()) {
+      const published = record.published;
+      if (published === undefined) continue;
+      out.push(probeMessage("snapshot", this.gateway.name, record.setup.name, published, now));
+      out.push(...this.entities(record, "snapshot", now));
+      for (const dataview of record.dataviews.values()) {
+        const context = this.context(record, dataview);
+        out.push(
+          headlineMessage(
+            "snapshot",
+            context,
+            headlinesObject(dataview.headlines),
+            now,
+            iso(dataview.headlinesAt),
+          ),
+        );
+        for (const [name, row] of dataview.rows) {
+          out.push(tableMessage("snapshot", context, name, rowObject(row), now, iso(row.at)));
+        }
       }
     }
     return out;
   }
 
-  private announce(probe: ProbeRecord, operation: Operation, now: string): PublicV2Message[] {
-    const parameters = probe.parameters;
-    if (parameters === undefined) return [];
-    const out: PublicV2Message[] = [
-      probeMessage(operation, this.gateway.name, probe.setup.name, parameters, now),
-    ];
-    for (const entity of probe.setup.managedEntities) {
+  /** Counts for the status page. */
+  stats(): { probes: number; dataviews: number; rows: number; rejected: number } {
+    let dataviews = 0;
+    let rows = 0;
+    for (const record of this.probes.values()) {
+      dataviews += record.dataviews.size;
+      for (const dataview of record.dataviews.values()) rows += dataview.rows.size;
+    }
+    return { probes: this.probes.size, dataviews, rows, rejected: this.rejected };
+  }
+
+  private record(probe: string): ProbeRecord {
+    const record = this.probes.get(probe);
+    if (record === undefined) throw new Error(`probe '${probe}' is not in the setup`);
+    return record;
+  }
+
+  private samplersOf(setup: ProbeSetup): Map<string, SamplerInfo> {
+    const samplers = new Map<string, SamplerInfo>();
+    for (const entity of setup.managedEntities) {
+      for (const sampler of entity.samplers) {
+        samplers.set(samplerKeyOf(entity.name, sampler.name, sampler.type), {
+          maxRows: maxRowsOf(sampler, this.gateway),
+          dataviews: 0,
+        });
+      }
+    }
+    return samplers;
+  }
+
+  private context(record: ProbeRecord, dataview: DataviewRecord): MetricsContext {
+    return {
+      gateway: this.gateway.name,
+      probe: record.setup.name,
+      osType: record.published?.osType ?? record.parameters?.osType ?? "",
+      plugin: dataview.plugin,
+      address: dataview.address,
+    };
+  }
+
+  private entities(record: ProbeRecord, operation: Operation, now: string): PublicV2Message[] {
+    return record.setup.managedEntities.map((entity) =>
+      managedEntityMessage(
+        operation,
+        this.gateway.name,
+        record.setup.name,
+        entity.name,
+        entity.attributes,
+        now,
+      ),
+    );
+  }
+
+  /** Managed entities added, changed or removed by a new setup of a published probe. */
+  private entityChanges(record: ProbeRecord, setup: ProbeSetup, now: string): PublicV2Message[] {
+    const out: PublicV2Message[] = [];
+    const before = new Map(record.setup.managedEntities.map((e) => [e.name, e] as const));
+    for (const entity of setup.managedEntities) {
+      const old = before.get(entity.name);
+      before.delete(entity.name);
+      const same =
+        old !== undefined &&
+        Object.keys(old.attributes).length === Object.keys(entity.attributes).length &&
+        Object.entries(entity.attributes).every(
+          ([k, v]) => Object.hasOwn(old.attributes, k) && old.attributes[k] === v,
+        );
+      if (same) continue;
       out.push(
         managedEntityMessage(
-          operation,
+          old === undefined ? "create" : "update",
           this.gateway.name,
-          probe.setup.name,
+          setup.name,
           entity.name,
           entity.attributes,
           now,
         ),
       );
     }
-    return out;
-  }
-
-  private hello(probe: ProbeRecord, parameters: ProbeParameters, now: string): PublicV2Message[] {
-    // A probe that (re)connects starts with empty memory (DESIGN 4.3): what it held before is gone.
-    const out: PublicV2Message[] = [];
-    for (const [key, record] of probe.dataviews) {
-      out.push(...this.deleteRecord(record, now, now));
-      probe.dataviews.delete(key);
+    for (const [key, dataview] of record.dataviews) {
+      if (before.has(dataview.address.managedEntity)) {
+        this.dropDataview(record, key, dataview, now, now, out);
+      }
     }
-    probe.parameters = { ...parameters, ConState: "Up" };
-    out.push(...this.announce(probe, probe.announced ? "snapshot" : "create", now));
-    probe.announced = true;
+    for (const entity of before.values()) {
+      out.push(
+        managedEntityMessage("delete", this.gateway.name, setup.name, entity.name, entity.attributes, now),
+      );
+    }
     return out;
   }
 
-  private bye(probe: ProbeRecord, now: string): PublicV2Message[] {
-    if (probe.parameters === undefined) return [];
-    probe.parameters = { ...probe.parameters, ConState: "Down" };
-    return [probeMessage("update", this.gateway.name, probe.setup.name, probe.parameters, now)];
-  }
-
-  private dataview(
-    probe: ProbeRecord,
-    address: DataviewAddress,
-    plugin: string,
-    state: {
-      rows: readonly { name: string; cells: Readonly<Record<string, string>> }[];
-      headlines: Readonly<Record<string, string>>;
-    },
-    touched: readonly string[],
-    probeTime: string,
-    now: string,
-  ): PublicV2Message[] {
-    const key = dataviewKey(address);
-    const previous = probe.dataviews.get(key);
-    const context: MetricsContext = {
-      gateway: this.gateway.name,
-      probe: probe.setup.name,
-      osType: probe.parameters?.osType ?? "",
-      plugin,
-      address,
+  /** Publishes the probe and its managed entities at the start of its state (DESIGN 4.3). */
+  private announce(record: ProbeRecord, now: string): PublicV2Message[] {
+    const parameters: Parameters = {
+      ...(record.parameters ?? { osType: "", HostName: "", Port: "", OS: "", Version: "" }),
+      ConState: "Up",
     };
-    const out: PublicV2Message[] = [];
-    const rows = new Map(state.rows.map((r) => [r.name, r.cells] as const));
-    if (previous === undefined) {
-      out.push(headlineMessage("create", context, state.headlines, now, probeTime));
+    const before = record.published;
+    record.published = parameters;
+    const name = record.setup.name;
+    if (before === undefined) {
+      const operation: Operation = record.resumed ? "snapshot" : "create";
+      return [
+        probeMessage(operation, this.gateway.name, name, parameters, now),
+        ...this.entities(record, operation, now),
+      ];
+    }
+    // A probe coming back Up with the same parameters is republished as it is: a snapshot.
+    const operation: Operation = sameParameters(before, parameters) ? "snapshot" : "update";
+    return [
+      probeMessage(operation, this.gateway.name, name, parameters, now),
+      ...this.entities(record, "snapshot", now),
+    ];
+  }
+
+  /** Looks up the sampler of an address, checking the dataview bound for a new dataview. */
+  private samplerFor(record: ProbeRecord, address: DataviewAddress): SamplerInfo | undefined {
+    return record.samplers.get(samplerKeyOf(address.managedEntity, address.sampler, address.samplerType));
+  }
+
+  private newDataview(
+    record: ProbeRecord,
+    change: Extract<Change, { kind: "dataview" }>,
+    key: string,
+  ): DataviewRecord | undefined {
+    const samplerKey = samplerKeyOf(
+      change.dataview.managedEntity,
+      change.dataview.sampler,
+      change.dataview.samplerType,
+    );
+    const sampler = record.samplers.get(samplerKey);
+    if (sampler === undefined || sampler.dataviews >= GATEWAY_MAX_DATAVIEWS_PER_SAMPLER) return undefined;
+    if (change.rows.length > sampler.maxRows) return undefined;
+    sampler.dataviews += 1;
+    const dataview: DataviewRecord = {
+      address: change.dataview,
+      samplerKey,
+      plugin: change.plugin,
+      columns: change.columns,
+      rows: new Map(),
+      headlines: change.headlines,
+      headlinesAt: change.at,
+    };
+    record.dataviews.set(key, dataview);
+    return dataview;
+  }
+
+  private dropDataview(
+    record: ProbeRecord,
+    key: string,
+    dataview: DataviewRecord,
+    now: string,
+    probeTime: string,
+    out: PublicV2Message[],
+  ): void {
+    const context = this.context(record, dataview);
+    for (const [name, row] of dataview.rows)
+      out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
+    out.push(headlineMessage("delete", context, headlinesObject(dataview.headlines), now, probeTime));
+    record.dataviews.delete(key);
+    const sampler = record.samplers.get(dataview.samplerKey);
+    if (sampler !== undefined) sampler.dataviews = Math.max(0, sampler.dataviews - 1);
+  }
+
+  /** A whole dataview in the probe's state: snapshot when unchanged, else the differences. */
+  private syncDataview(
+    record: ProbeRecord,
+    sync: Map<string, Set<string>>,
+    item: Extract<Change, { kind: "dataview" }>,
+    now: string,
+    out: PublicV2Message[],
+  ): boolean {
+    const key = dataviewKeyOf(item.dataview);
+    let dataview = record.dataviews.get(key);
+    const seen = new Set<string>();
+    if (dataview === undefined) {
+      dataview = this.newDataview(record, item, key);
+      if (dataview === undefined) return false;
+      sync.set(key, seen);
+      const context = this.context(record, dataview);
+      const operation: Operation = record.resumed ? "snapshot" : "create";
+      out.push(headlineMessage(operation, context, headlinesObject(item.headlines), now, iso(item.at)));
     } else {
-      if (!sameCells(previous.headlines, state.headlines)) {
-        out.push(headlineMessage("update", context, state.headlines, now, probeTime));
-      }
-      for (const [name, cells] of previous.rows) {
-        if (!rows.has(name)) out.push(tableMessage("delete", context, name, cells, now, probeTime));
-      }
+      const sampler = this.samplerFor(record, item.dataview);
+      if (sampler === undefined || item.rows.length > sampler.maxRows) return false;
+      sync.set(key, seen);
+      const operation = sameHeadlines(dataview.headlines, item.headlines) ? "snapshot" : "update";
+      dataview.plugin = item.plugin;
+      dataview.columns = item.columns;
+      dataview.headlines = item.headlines;
+      dataview.headlinesAt = item.at;
+      out.push(
+        headlineMessage(
+          operation,
+          this.context(record, dataview),
+          headlinesObject(item.headlines),
+          now,
+          iso(item.at),
+        ),
+      );
     }
-    const wrote = new Set(touched);
-    for (const [name, cells] of rows) {
-      const before = previous?.rows.get(name);
-      if (before === undefined) out.push(tableMessage("create", context, name, cells, now, probeTime));
-      else if (wrote.has(name) || !sameCells(before, cells)) {
-        out.push(tableMessage("update", context, name, cells, now, probeTime));
-      }
+    for (const row of item.rows) {
+      this.syncOneRow(
+        record,
+        dataview,
+        seen,
+        row.name,
+        decodeCells(row.cells, item.columns.length),
+        row.at ?? item.at,
+        now,
+        out,
+      );
     }
-    probe.dataviews.set(key, { context, rows, headlines: state.headlines });
-    return out;
+    return true;
   }
 
-  private dataviewDeleted(probe: ProbeRecord, address: DataviewAddress, probeTime: string, now: string) {
-    const key = dataviewKey(address);
-    const record = probe.dataviews.get(key);
-    if (record === undefined) return [];
-    probe.dataviews.delete(key);
-    return this.deleteRecord(record, now, probeTime);
+  /** A further row of a dataview in the probe's state (after its `dataview` item). */
+  private syncRow(
+    record: ProbeRecord,
+    sync: Map<string, Set<string>>,
+    item: Extract<Change, { kind: "row" }>,
+    now: string,
+    out: PublicV2Message[],
+  ): boolean {
+    const key = dataviewKeyOf(item.dataview);
+    const dataview = record.dataviews.get(key);
+    const seen = sync.get(key);
+    if (dataview === undefined || seen === undefined) return false;
+    const sampler = this.samplerFor(record, item.dataview);
+    if (!seen.has(item.name) && seen.size >= (sampler?.maxRows ?? 0)) return false;
+    this.syncOneRow(
+      record,
+      dataview,
+      seen,
+      item.name,
+      decodeCells(item.cells, dataview.columns.length),
+      item.at,
+      now,
+      out,
+    );
+    return true;
   }
 
-  private deleteRecord(record: DataviewRecord, now: string, probeTime: string): PublicV2Message[] {
-    const out: PublicV2Message[] = [];
-    for (const [name, cells] of record.rows)
-      out.push(tableMessage("delete", record.context, name, cells, now, probeTime));
-    out.push(headlineMessage("delete", record.context, record.headlines, now, probeTime));
-    return out;
+  private syncOneRow(
+    record: ProbeRecord,
+    dataview: DataviewRecord,
+    seen: Set<string>,
+    name: string,
+    cells: readonly string[],
+    at: number,
+    now: string,
+    out: PublicV2Message[],
+  ): void {
+    seen.add(name);
+    const row: RowRecord = { columns: dataview.columns, cells, at };
+    const before = dataview.rows.get(name);
+    dataview.rows.set(name, row);
+    const operation: Operation =
+      before === undefined
+        ? record.resumed
+          ? "snapshot"
+          : "create"
+        : sameRow(before, row)
+          ? "snapshot"
+          : "update";
+    out.push(tableMessage(operation, this.context(record, dataview), name, rowObject(row), now, iso(at)));
+  }
+
+  /** One live change; false when it was refused. */
+  private applyChange(record: ProbeRecord, change: Change, now: string, out: PublicV2Message[]): boolean {
+    const key = dataviewKeyOf(change.dataview);
+    const dataview = record.dataviews.get(key);
+    const probeTime = iso(change.at);
+    switch (change.kind) {
+      case "row": {
+        if (dataview === undefined) return false;
+        const exists = dataview.rows.get(change.name);
+        const sampler = this.samplerFor(record, change.dataview);
+        if (exists === undefined && dataview.rows.size >= (sampler?.maxRows ?? 0)) return false;
+        if (change.columns !== undefined) dataview.columns = change.columns;
+        const row: RowRecord = {
+          columns: dataview.columns,
+          cells: decodeCells(change.cells, dataview.columns.length),
+          at: change.at,
+        };
+        dataview.rows.set(change.name, row);
+        out.push(
+          tableMessage(
+            exists === undefined ? "create" : "update",
+            this.context(record, dataview),
+            change.name,
+            rowObject(row),
+            now,
+            probeTime,
+          ),
+        );
+        return true;
+      }
+      case "rowDelete": {
+        const row = dataview?.rows.get(change.name);
+        if (dataview === undefined || row === undefined) return true;
+        dataview.rows.delete(change.name);
+        out.push(
+          tableMessage("delete", this.context(record, dataview), change.name, rowObject(row), now, probeTime),
+        );
+        return true;
+      }
+      case "dataview": {
+        if (dataview === undefined) {
+          const created = this.newDataview(record, change, key);
+          if (created === undefined) return false;
+          const context = this.context(record, created);
+          out.push(headlineMessage("create", context, headlinesObject(change.headlines), now, probeTime));
+          for (const wire of change.rows) {
+            const row: RowRecord = {
+              columns: change.columns,
+              cells: decodeCells(wire.cells, change.columns.length),
+              at: change.at,
+            };
+            created.rows.set(wire.name, row);
+            out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
+          }
+          return true;
+        }
+        const sampler = this.samplerFor(record, change.dataview);
+        if (sampler === undefined || change.rows.length > sampler.maxRows) return false;
+        dataview.plugin = change.plugin;
+        dataview.columns = change.columns;
+        const context = this.context(record, dataview);
+        if (!sameHeadlines(dataview.headlines, change.headlines)) {
+          out.push(headlineMessage("update", context, headlinesObject(change.headlines), now, probeTime));
+        }
+        dataview.headlines = change.headlines;
+        dataview.headlinesAt = change.at;
+        const names = new Set(change.rows.map((row) => row.name));
+        for (const [name, row] of dataview.rows) {
+          if (names.has(name)) continue;
+          dataview.rows.delete(name);
+          out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
+        }
+        for (const wire of change.rows) {
+          const row: RowRecord = {
+            columns: change.columns,
+            cells: decodeCells(wire.cells, change.columns.length),
+            at: change.at,
+          };
+          const existed = dataview.rows.has(wire.name);
+          dataview.rows.set(wire.name, row);
+          out.push(
+            tableMessage(existed ? "update" : "create", context, wire.name, rowObject(row), now, probeTime),
+          );
+        }
+        return true;
+      }
+      case "dataviewDelete":
+        if (dataview !== undefined) this.dropDataview(record, key, dataview, now, probeTime, out);
+        return true;
+      case "headlines": {
+        if (dataview === undefined) return false;
+        if (!sameHeadlines(dataview.headlines, change.headlines)) {
+          dataview.headlines = change.headlines;
+          dataview.headlinesAt = change.at;
+          out.push(
+            headlineMessage(
+              "update",
+              this.context(record, dataview),
+              headlinesObject(change.headlines),
+              now,
+              probeTime,
+            ),
+          );
+        }
+        return true;
+      }
+    }
   }
 }

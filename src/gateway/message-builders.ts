@@ -1,9 +1,11 @@
 /**
  * Builders of the public-v2 messages the gateway publishes (seed C, DESIGN 4.3). Each takes the
  * gateway's view of an item and returns a message that validates against schema/public-v2.
+ * Metrics rows are passed in as objects built for the one message (prototype-less, since column
+ * names are data), never shared between messages.
  */
 
-import type { DataviewAddress, ProbeParameters } from "../link/probe-link.js";
+import type { DataviewAddress, ProbeParameters } from "../link/protocol.js";
 import type {
   DateTimeString,
   HeadlineMessage,
@@ -17,6 +19,7 @@ import type {
 /** An instant as the ISO 8601 string messages carry; callers convert once per event, not per message. */
 export const iso = (ms: number): DateTimeString => new Date(ms).toISOString();
 
+/** A `probe` message: the probe's parameters, `ConState` included (seed C, Probe data). */
 export function probeMessage(
   operation: Operation,
   gateway: string,
@@ -31,6 +34,7 @@ export function probeMessage(
   };
 }
 
+/** A `managedEntity` message: the managed entity's setup attributes (seed C, Managed entity data). */
 export function managedEntityMessage(
   operation: Operation,
   gateway: string,
@@ -72,7 +76,7 @@ export function tableMessage(
   operation: Operation,
   context: MetricsContext,
   row: string,
-  cells: Readonly<Record<string, string>>,
+  cells: Record<string, string>,
   sampleTime: DateTimeString,
   probeTime: DateTimeString,
 ): TableMessage {
@@ -83,7 +87,7 @@ export function tableMessage(
       sampleTime,
       probeTime,
       target: { ...metricsTarget(context), row },
-      row: { ...cells },
+      row: cells,
     },
   };
 }
@@ -92,7 +96,7 @@ export function tableMessage(
 export function headlineMessage(
   operation: Operation,
   context: MetricsContext,
-  headlines: Readonly<Record<string, string>>,
+  headlines: Record<string, string>,
   sampleTime: DateTimeString,
   probeTime: DateTimeString,
 ): HeadlineMessage {
@@ -103,7 +107,7 @@ export function headlineMessage(
       sampleTime,
       probeTime,
       target: metricsTarget(context),
-      row: { ...headlines },
+      row: headlines,
     },
   };
 }

@@ -1,17 +1,27 @@
 /**
  * The hub (seed area A, DESIGN 5): stores what gateways publish and serves the query API.
- * `buildHub()` returns an unstarted service (STYLE 3); the CLI starts and stops it.
+ * `buildHub()` returns an unstarted service (STYLE 3); the composition module starts and stops it.
+ *
+ * Published messages arrive from a {@link BusConsumer} (in-process or NATS JetStream) and through
+ * backfill (`POST /v0/messages`). A consumed batch is acknowledged only after the store committed it
+ * (the handler's promise); messages the hub cannot store go to the dead-letter file first, so they
+ * never stop the messages behind them; a store that is down makes the handler reject, and the
+ * consumer delivers the batch again with back-off.
  */
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import type { Bus } from "../bus/bus.js";
+import type { BusConsumer, Delivery } from "../bus/bus.js";
+import { DEAD_LETTER_FILE, STOP_DEADLINE_MS } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
+import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { registerAuth } from "./auth/auth.js";
 import { registerEntityRoutes } from "./http/entities-routes.js";
 import { registerMessageRoutes } from "./http/messages-routes.js";
 import { registerMetricRoutes } from "./http/metrics-routes.js";
+import { DeadLetterFile } from "./ingest/dead-letter.js";
 import { Ingester } from "./ingest/ingester.js";
 import { columnSchemaLookup } from "./query/column-schema.js";
 import type { Store } from "./store/store.js";
@@ -20,47 +30,82 @@ export interface HubOptions {
   readonly setup: Setup;
   readonly store: Store;
   /** Where published messages arrive from; none for a hub fed only by backfill. */
-  readonly bus?: Bus;
+  readonly consumer?: BusConsumer;
   readonly logger: Logger;
-  /** Where the hub keeps its signing key (`<dataDir>/keys`). */
+  /** Where the hub keeps its signing key (`<dataDir>/keys`) and its dead-letter file. */
   readonly dataDir: string;
 }
 
 export interface Hub {
   readonly http: FastifyInstance;
   readonly ingester: Ingester;
+  readonly deadLetters: DeadLetterFile;
   /** Migrates the store, starts consuming, and listens; returns the bound base URL. */
   start(port?: number, host?: string): Promise<string>;
-  /** Stops listening, drains the bus into the store, closes the store. */
-  stop(): Promise<void>;
+  /**
+   * Stops listening and consuming (the batch in hand finishes or, past `deadlineMs`, is left
+   * unacknowledged for redelivery), then closes the store.
+   */
+  stop(deadlineMs?: number): Promise<void>;
 }
 
 /** Builds an unstarted hub. */
 export async function buildHub(options: HubOptions): Promise<Hub> {
-  const { setup, store, bus } = options;
+  const { setup, store, consumer } = options;
   const log = options.logger.child({ component: "hub" });
   const http = createHttpApp({ logger: log });
   const ingester = new Ingester(store, log);
+  const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
+  // Past its memory threshold the hub takes no new work: backfill answers 503, and consumed
+  // batches are refused so the bus delivers them again later (DESIGN 3.5, issue 6).
+  const memory = new MemoryProtection("hub", () => setup.hub.memoryProtection);
+
+  /** Handles one consumed batch; resolves once it is committed and its rejects are dead-lettered. */
+  const handle = async (batch: readonly Delivery[]): Promise<void> => {
+    memory.check();
+    const result = await ingester.ingest(batch);
+    await deadLetters.append(
+      result.rejected.map((r) => {
+        const delivery = batch[r.index] as Delivery;
+        return { reason: r.reason, id: delivery.id, message: delivery.message };
+      }),
+    );
+  };
 
   // Authentication first, so its bearer check covers every route registered after it (DESIGN 5.4).
   await registerAuth(http, { security: setup.hub.security, dataDir: options.dataDir });
   resource(http, "/v0/ping", { GET: async () => ({ status: "OK" }) });
+  resource(http, "/v1/status", {
+    GET: async () => ({
+      store: store.kind,
+      ingest: ingester.counts,
+      deadLettered: deadLetters.count,
+      memory: memory.reading(),
+      ...(consumer === undefined ? {} : { consumer: consumer.status() }),
+    }),
+  });
   registerEntityRoutes(http, store);
   registerMetricRoutes(http, store, columnSchemaLookup(setup));
-  await registerMessageRoutes(http, ingester);
+  await registerMessageRoutes(http, ingester, memory);
 
+  let consuming = false;
   return {
     http,
     ingester,
+    deadLetters,
     async start(port = setup.hub.port, host = "127.0.0.1") {
       await store.migrate();
       await ingester.init();
-      bus?.consume((messages) => ingester.ingest(messages));
+      if (consumer !== undefined) {
+        await consumer.start(handle);
+        consuming = true;
+      }
       return listen(http, port, host);
     },
-    async stop() {
+    async stop(deadlineMs = STOP_DEADLINE_MS) {
+      const until = Date.now() + deadlineMs;
       await http.close();
-      await bus?.drain();
+      if (consuming) await consumer?.stop(Math.max(0, until - Date.now()));
       await store.close();
     },
   };

@@ -1,20 +1,38 @@
 /**
- * The probe: `rest-api` samplers that take data pushed over HTTP (seed area B, DESIGN 3).
- * `buildProbe()` returns an unstarted service (STYLE 3); the CLI starts and stops it.
+ * The probe: `rest-api` samplers that take data pushed over HTTP (seed area B, DESIGN 3), and its
+ * link to the gateway (DESIGN 1 "probe link"). `buildProbe()` returns an unstarted service
+ * (STYLE 3); the CLI starts and stops it.
+ *
+ * A request is accepted into the probe's memory and its changes are handed to the link in
+ * published terms (one row upsert for a row PUT, one replace for a dataview PUT, …). Before any
+ * change, the request is refused with 503 when the process is over its memory threshold or the
+ * link's outgoing buffer is full (DESIGN 1 "Hand-offs", 3.5).
  */
 import os from "node:os";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import {
+  DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+  DEFAULT_MAX_CELL_LENGTH,
+  DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+  DEFAULT_MEMORY_LIMIT_MB,
+  DEFAULT_MEMORY_RATIO,
+  DEFAULT_PROBE_HOSTNAME,
+  DEFAULT_REST_API_HTTP_PORT,
+  DEFAULT_REST_API_HTTPS_PORT,
+  PROBE_MAX_DATAVIEWS_PER_SAMPLER,
+} from "../config/defaults.js";
 import type { ProbeSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
+import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
-import { asEpochMs } from "../ids.js";
-import type { DataviewAddress, ProbeLink, ProbeParameters } from "../link/probe-link.js";
+import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../link/protocol.js";
+import type { LinkConnector } from "../link/transport.js";
 import { VIGIL_VERSION } from "../version.js";
-import { DataviewModel } from "./dataview-model.js";
+import { DataviewModel, type DataviewSnapshot } from "./dataview-model.js";
 import { parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
-import { MemoryProtection } from "./memory-protection.js";
+import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
 import { SamplerRegistry, type SamplerState } from "./sampler-registry.js";
 
 /** The seed's reserved name: no endpoint operates on it (seed B rule 7). */
@@ -23,22 +41,60 @@ export const STREAMS_DATAVIEW = "Streams Dataview";
 /** Sampling info of rest-api samplers (seed B): options inactive, this status text. */
 export const SAMPLING_STATUS_TEXT = "Sampling dependent on 3rd Party Application";
 
+/** The gateway-wide limits a probe uses before its gateway has sent its own (DESIGN 2 defaults). */
+export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
+  customDataviewMaxRows: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+  maxColumnsPerDataview: DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+  maxCellLength: DEFAULT_MAX_CELL_LENGTH,
+};
+
+/** Tuning of the probe's side of the link; the defaults come from `src/config/defaults.ts`. */
+export type ProbeLinkTuning = Pick<
+  LinkClientOptions,
+  "maxOutgoingChanges" | "maxOutgoingBytes" | "reconnectMinMs" | "reconnectMaxMs" | "welcomeTimeoutMs"
+>;
+
 export interface ProbeOptions {
-  readonly setup: ProbeSetup;
-  /** The gateway's `customDataviewMaxRows`; > 0 replaces every sampler's rowLimit. */
-  readonly customDataviewMaxRows: number;
-  readonly link: ProbeLink;
+  /** The probe's name: the gateway sends the part of the setup with this name. */
+  readonly name: string;
+  /** How to reach the gateway: `webSocketConnector(url)` or a gateway's `connectInProcess()`. */
+  readonly link: LinkConnector;
+  /**
+   * The probe's part of the setup (`--config`): the probe listens at once. Without it the probe
+   * waits for the gateway's `welcome` and listens on the `restApiHttpPort` it names. Either way the
+   * gateway's setup applies once it arrives (the gateway owns the setup, DESIGN 2).
+   */
+  readonly setup?: ProbeSetup;
+  /** The gateway-wide limits to use until the gateway sends its own; default DEFAULT_PROBE_LIMITS. */
+  readonly limits?: ProbeLimits;
+  /** Address to listen on; default the setup's `hostname`. */
+  readonly host?: string;
   readonly logger: Logger;
+  /** Link buffer and back-off tuning (tests); defaults from `src/config/defaults.ts`. */
+  readonly linkTuning?: ProbeLinkTuning;
 }
 
 export interface Probe {
   readonly name: string;
   /** The HTTP app, for in-process tests (`app.inject`). */
   readonly http: FastifyInstance;
-  /** Listens on the setup's ports; returns the bound base URLs. */
+  /**
+   * Connects to the gateway and listens (at once with a setup, else after the gateway's welcome);
+   * resolves with the bound base URL.
+   */
   start(): Promise<{ http: string }>;
-  /** Finishes in-flight requests, tells the gateway goodbye. */
-  stop(): Promise<void>;
+  /**
+   * Stops accepting (in-flight requests finish), waits up to `deadlineMs` until the gateway has
+   * acknowledged every change, says `bye` and closes the link.
+   */
+  stop(deadlineMs: number): Promise<void>;
+  /**
+   * Applies a new setup of this probe (a reloaded `--config`): sampler changes at once, port and
+   * TLS changes logged as needing a restart. The gateway's setup, when it sends one, applies after.
+   */
+  updateSetup(setup: ProbeSetup, limits?: ProbeLimits): void;
+  /** The link's state, for status pages and tests. */
+  linkStatus(): LinkClientStatus;
 }
 
 interface DataviewParams {
@@ -48,20 +104,28 @@ interface DataviewParams {
   row?: string;
 }
 
-/** Builds an unstarted probe for one probe of the setup. */
+/** Builds an unstarted probe. */
 export function buildProbe(options: ProbeOptions): Probe {
-  const { setup, link, logger } = options;
-  const registry = new SamplerRegistry(setup);
-  const memory = new MemoryProtection(() => setup.memoryProtection);
-  const http = createHttpApp({ logger: logger.child({ component: "probe", probe: setup.name }) });
+  const { logger, name } = options;
+  const log = logger.child({ component: "probe", probe: name });
+  let setup: ProbeSetup | undefined = options.setup;
+  let limits: ProbeLimits = options.limits ?? DEFAULT_PROBE_LIMITS;
+  const registry = new SamplerRegistry(setup ?? emptySetup(name));
+  let url: string | undefined;
+  let listening: Promise<string> | undefined;
+  const memory = new MemoryProtection("probe", () => (setup ?? emptySetup(name)).memoryProtection);
+  const http = createHttpApp({ logger: log });
 
   // Bodies are read raw whatever the Content-Type (DESIGN 3.2: curl's default must work; streams
   // pass bytes through untouched).
   http.removeAllContentTypeParsers();
   http.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
-  const rowLimit = (sampler: SamplerState): number =>
-    options.customDataviewMaxRows > 0 ? options.customDataviewMaxRows : sampler.setup.rowLimit;
+  const dataviewLimits = (sampler: SamplerState) => ({
+    rowLimit: limits.customDataviewMaxRows > 0 ? limits.customDataviewMaxRows : sampler.setup.rowLimit,
+    maxColumns: limits.maxColumnsPerDataview,
+    maxCellLength: limits.maxCellLength,
+  });
 
   const addressOf = (sampler: SamplerState, dataview: string): DataviewAddress => ({
     managedEntity: sampler.managedEntity,
@@ -70,21 +134,84 @@ export function buildProbe(options: ProbeOptions): Probe {
     dataview,
   });
 
-  const publish = (
-    sampler: SamplerState,
-    dataview: string,
-    model: DataviewModel,
-    touched: readonly string[],
-  ) => {
-    link.send({
-      kind: "dataview",
-      at: asEpochMs(Date.now()),
-      address: addressOf(sampler, dataview),
-      plugin: "rest-api",
-      state: model.state(),
-      touched,
-    });
+  const parameters = (): ProbeParameters => ({
+    osType: os.type(),
+    HostName: (setup ?? emptySetup(name)).hostname,
+    Port: url === undefined ? "" : new URL(url).port,
+    OS: `${os.type()} ${os.release()}`,
+    Version: VIGIL_VERSION,
+  });
+
+  const snapshot = (): DataviewSnapshot[] => {
+    const out: DataviewSnapshot[] = [];
+    for (const sampler of registry.all())
+      for (const model of sampler.dataviews.values()) out.push(model.snapshot());
+    return out;
   };
+
+  /** Applies a setup from the gateway (or `--config`): sampler changes at once (DESIGN 3.5). */
+  const applySetup = (next: ProbeSetup, nextLimits: ProbeLimits): void => {
+    const before = setup;
+    if (before !== undefined && url !== undefined) {
+      const restart: string[] = [];
+      if (next.restApiHttpPort !== before.restApiHttpPort) restart.push("restApiHttpPort");
+      if (next.restApiHttpsPort !== before.restApiHttpsPort) restart.push("restApiHttpsPort");
+      if (next.hostname !== before.hostname && options.host === undefined) restart.push("hostname");
+      if (restart.length > 0) {
+        log.warn({ settings: restart }, "setup changes that need a probe restart to take effect");
+      }
+    }
+    setup = next;
+    limits = nextLimits;
+    const removed = registry.update(next);
+    const at = Date.now();
+    const changes: Change[] = [];
+    for (const sampler of removed) {
+      for (const dataview of sampler.dataviews.keys()) {
+        changes.push({ kind: "dataviewDelete", dataview: addressOf(sampler, dataview), at });
+      }
+    }
+    if (removed.length > 0) {
+      log.info({ samplers: removed.length, dataviews: changes.length }, "samplers removed from the setup");
+    }
+    link.submit(changes);
+  };
+
+  const startListening = (): Promise<string> => {
+    if (listening === undefined) {
+      const current = setup as ProbeSetup;
+      listening = listen(http, current.restApiHttpPort, options.host ?? current.hostname).then((bound) => {
+        url = bound;
+        link.parametersChanged();
+        return bound;
+      });
+    }
+    return listening;
+  };
+
+  let welcomed: (() => void) | undefined;
+  const firstWelcome = new Promise<void>((resolve) => {
+    welcomed = resolve;
+  });
+
+  const link = new ProbeLinkClient({
+    probe: name,
+    connector: options.link,
+    logger: log,
+    parameters,
+    snapshot,
+    ...options.linkTuning,
+    async onWelcome(welcome) {
+      applySetup(welcome.setup, welcome.limits);
+      welcomed?.();
+      // Listening before the state is sent, so the state's parameters carry the bound port.
+      await startListening();
+    },
+    onSetup(frame) {
+      log.info("setup update from the gateway");
+      applySetup(frame.setup, frame.limits);
+    },
+  });
 
   const target = (request: FastifyRequest): { sampler: SamplerState; params: DataviewParams } => {
     const params = request.params as DataviewParams;
@@ -99,10 +226,13 @@ export function buildProbe(options: ProbeOptions): Probe {
     return model;
   };
 
+  // Every write is checked against memory protection and the link's buffer before it changes
+  // anything, then hands its changes to the link.
   const ingest =
     (handler: (request: FastifyRequest, reply: FastifyReply) => unknown) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
       memory.check();
+      link.checkCapacity();
       return handler(request, reply);
     };
 
@@ -115,29 +245,30 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
     PUT: ingest((request) => {
       const { sampler, params } = target(request);
-      const rows = parseDataviewBody(request.body as Buffer | undefined);
+      const rows = parseDataviewBody(request.body as Buffer | undefined, limits);
       const columnOrder = parseColumnOrder(request.headers["column-order"]);
-      const model = sampler.dataviews.get(params.dataview) ?? new DataviewModel();
-      const result = model.replace(rows, columnOrder, rowLimit(sampler));
+      let model = sampler.dataviews.get(params.dataview);
+      if (model === undefined) {
+        if (sampler.dataviews.size >= PROBE_MAX_DATAVIEWS_PER_SAMPLER) {
+          throw new VigilError("TOO_MANY_DATAVIEWS", {
+            sampler: sampler.setup.name,
+            limit: PROBE_MAX_DATAVIEWS_PER_SAMPLER,
+          });
+        }
+        model = new DataviewModel(addressOf(sampler, params.dataview));
+      }
+      const { result, changes } = model.replace(rows, columnOrder, dataviewLimits(sampler));
       sampler.dataviews.set(params.dataview, model);
-      const state = model.state();
-      publish(
-        sampler,
-        params.dataview,
-        model,
-        state.rows.map((r) => r.name),
-      );
+      link.submit(changes);
       return result;
     }),
     DELETE: ingest((request) => {
       const { sampler, params } = target(request);
       existing(sampler, params.dataview);
       sampler.dataviews.delete(params.dataview);
-      link.send({
-        kind: "dataviewDeleted",
-        at: asEpochMs(Date.now()),
-        address: addressOf(sampler, params.dataview),
-      });
+      link.submit([
+        { kind: "dataviewDelete", dataview: addressOf(sampler, params.dataview), at: Date.now() },
+      ]);
       return { deleted: params.dataview };
     }),
   });
@@ -145,9 +276,7 @@ export function buildProbe(options: ProbeOptions): Probe {
   resource(http, `${dataviewPath}/row/:row`, {
     GET: async (request) => {
       const { sampler, params } = target(request);
-      const row = existing(sampler, params.dataview)
-        .state()
-        .rows.find((r) => r.name === params.row);
+      const row = existing(sampler, params.dataview).row(params.row ?? "");
       if (row === undefined)
         throw new VigilError("ROW_NOT_FOUND", { dataview: params.dataview, row: params.row });
       return row;
@@ -155,18 +284,18 @@ export function buildProbe(options: ProbeOptions): Probe {
     PUT: ingest((request) => {
       const { sampler, params } = target(request);
       const model = existing(sampler, params.dataview);
-      const cells = parseRowBody(request.body as Buffer | undefined);
-      const name = model.putRow(params.row ?? "", cells, rowLimit(sampler));
-      publish(sampler, params.dataview, model, [name]);
-      return { row: name };
+      const cells = parseRowBody(request.body as Buffer | undefined, limits);
+      const { name: row, changes } = model.putRow(params.row ?? "", cells, dataviewLimits(sampler));
+      link.submit(changes);
+      return { row };
     }),
     DELETE: ingest((request) => {
       const { sampler, params } = target(request);
-      const model = existing(sampler, params.dataview);
-      if (!model.deleteRow(params.row ?? "")) {
+      const changes = existing(sampler, params.dataview).deleteRow(params.row ?? "");
+      if (changes === undefined) {
         throw new VigilError("ROW_NOT_FOUND", { dataview: params.dataview, row: params.row });
       }
-      publish(sampler, params.dataview, model, []);
+      link.submit(changes);
       return { deleted: params.row };
     }),
   });
@@ -186,33 +315,46 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
   });
 
-  const health = async () => ({ status: "OK", probe: setup.name });
+  const health = async () => ({ status: "OK", probe: name, link: link.status().state });
   resource(http, "/v1/healthcheck", { GET: health });
   resource(http, "/healthcheck", { GET: health });
 
-  const parameters = (port: number): ProbeParameters => ({
-    osType: os.type(),
-    HostName: setup.hostname,
-    Port: String(port),
-    OS: `${os.type()} ${os.release()}`,
-    Version: VIGIL_VERSION,
-  });
-
   return {
-    name: setup.name,
+    name,
     http,
     async start() {
-      const url = await listen(http, setup.restApiHttpPort, setup.hostname);
-      link.send({
-        kind: "hello",
-        at: asEpochMs(Date.now()),
-        parameters: parameters(Number(new URL(url).port)),
-      });
-      return { http: url };
+      link.start();
+      try {
+        if (setup === undefined) {
+          log.info({ gateway: options.link.description }, "waiting for the gateway's setup");
+          await firstWelcome;
+        }
+        return { http: await startListening() };
+      } catch (error) {
+        await link.stop(0);
+        throw error;
+      }
     },
-    async stop() {
+    async stop(deadlineMs) {
+      const until = Date.now() + deadlineMs;
       await http.close();
-      link.send({ kind: "bye", at: asEpochMs(Date.now()) });
+      await link.stop(Math.max(0, until - Date.now()));
     },
+    updateSetup(next, nextLimits) {
+      applySetup(next, nextLimits ?? limits);
+    },
+    linkStatus: () => link.status(),
+  };
+}
+
+/** The setup of a probe that has not heard from its gateway yet: no entities, default settings. */
+function emptySetup(name: string): ProbeSetup {
+  return {
+    name,
+    hostname: DEFAULT_PROBE_HOSTNAME,
+    restApiHttpPort: DEFAULT_REST_API_HTTP_PORT,
+    restApiHttpsPort: DEFAULT_REST_API_HTTPS_PORT,
+    memoryProtection: { limitMb: DEFAULT_MEMORY_LIMIT_MB, ratio: DEFAULT_MEMORY_RATIO },
+    managedEntities: [],
   };
 }

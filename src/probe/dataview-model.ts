@@ -1,19 +1,23 @@
 /**
  * One custom dataview of a rest-api sampler, held in the probe's memory (seed B "Probe ingest
- * resources", DESIGN 3.3). Rows are kept in arrival order under their base name (the value of the
- * first column); duplicates get their published names `<name>_duplicateN` only when the state is
- * read, so deleting a row renumbers the rest for free.
+ * resources", DESIGN 3.3). Rows keep their arrival order; each has a base name (the value of the
+ * first column) and a published name: the first row of a base name keeps it, later ones are
+ * `<name>_duplicate1`, `<name>_duplicate2`, …
+ *
+ * Work is proportional to the change (issue 6): published names are kept up to date incrementally
+ * (a map from published name to row and, per base name, its rows in order), and every operation
+ * returns the link changes it causes in published terms: a row PUT is one row upsert; a DELETE of
+ * a name with duplicates is the upserts of the renumbered rows and one delete; a PUT dataview is
+ * one replace. Only `state()` (GET) builds the whole dataview.
+ *
+ * Row cells are arrays in column order that are never changed after they are stored (a write
+ * stores a new array), so a state snapshot for the link can hold them without copying.
  */
 import { VigilError } from "../errors/catalog.js";
-import type { DataviewRowState, DataviewState } from "../link/probe-link.js";
+import { type Change, type DataviewAddress, encodeCells, type WireHeadlines } from "../link/protocol.js";
 
-export type Cells = Record<string, string>;
-
-interface Row {
-  /** Base name: the first column's value when the row was written. */
-  name: string;
-  cells: Cells;
-}
+/** The cells of one row as a client sent them: column name → value (names are data: a Map). */
+export type RowCells = ReadonlyMap<string, string>;
 
 export interface ReplaceResult {
   readonly rows: number;
@@ -21,124 +25,442 @@ export interface ReplaceResult {
   readonly dropped: number;
 }
 
-/** Published names for rows in order: the first keeps its name, later ones `_duplicate1`, `_duplicate2`, … */
+/** What bounds one dataview (seed B row limit; DESIGN 2 `maxColumnsPerDataview`, `maxCellLength`). */
+export interface DataviewLimits {
+  readonly rowLimit: number;
+  readonly maxColumns: number;
+  /** Longest cell; checked here for names that become cells (a row name from the path). */
+  readonly maxCellLength: number;
+}
+
+/** A row as GET shows it: cells in a prototype-less object, every column present. */
+export interface RowState {
+  readonly name: string;
+  readonly cells: Readonly<Record<string, string>>;
+}
+
+/** The dataview as GET shows it (DESIGN 3.1). */
+export interface DataviewState {
+  readonly columns: readonly string[];
+  readonly rows: readonly RowState[];
+  readonly headlines: Readonly<Record<string, string>>;
+}
+
+/** The dataview at one instant, for the state a probe sends its gateway on (re)connect. */
+export interface DataviewSnapshot {
+  readonly address: DataviewAddress;
+  readonly plugin: string;
+  readonly at: number;
+  readonly columns: readonly string[];
+  readonly headlines: WireHeadlines;
+  readonly rows: readonly { readonly name: string; readonly cells: readonly string[]; readonly at: number }[];
+}
+
+interface Row {
+  /** Arrival order: rows are listed by seq, which a rename keeps. */
+  readonly seq: number;
+  /** The first column's value when the row was written. */
+  base: string;
+  /** Published name (`base` or `base_duplicateN`). */
+  name: string;
+  /** Values in column order, possibly shorter than the columns (the rest are blank). */
+  cells: readonly string[];
+  /** When the probe received this row's data (epoch ms). */
+  at: number;
+}
+
+/** Published names for base names in order: the first keeps its name, later ones `_duplicate1`, … */
 export function publishedNames(baseNames: readonly string[]): string[] {
   const seen = new Map<string, number>();
   return baseNames.map((name) => {
     const count = seen.get(name) ?? 0;
     seen.set(name, count + 1);
-    return count === 0 ? name : `${name}_duplicate${count}`;
+    return duplicateName(name, count);
   });
 }
 
+function duplicateName(base: string, index: number): string {
+  return index === 0 ? base : `${base}_duplicate${index}`;
+}
+
+const NO_ADDRESS: DataviewAddress = { managedEntity: "", sampler: "", samplerType: "", dataview: "" };
+
+/** A prototype-less record, so that column names such as `__proto__` are ordinary keys. */
+export function cellsRecord(columns: readonly string[], cells: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (let i = 0; i < columns.length; i += 1) out[columns[i] as string] = cells[i] ?? "";
+  return out;
+}
+
+/** One dataview in the probe's memory; every write returns its link changes (see the file comment). */
 export class DataviewModel {
   private columns: string[] = [];
-  private rows: Row[] = [];
+  private columnIndex = new Map<string, number>();
+  /** Rows by seq; a Map iterates in insertion order, which is seq order. */
+  private rows = new Map<number, Row>();
+  /** Base name → its rows in seq order (index = duplicate number). */
+  private groups = new Map<string, Row[]>();
+  /**
+   * Published name → rows holding it, in seq order. Almost always one row; two when a literal
+   * name collides with a duplicate name (`a_duplicate1` sent as a name beside a second `a`): the
+   * first in order is the one the name addresses.
+   */
+  private byName = new Map<string, Row[]>();
+  private nextSeq = 0;
   private status = "OK";
+  private at = Date.now();
+  private lastHeadlines: WireHeadlines;
+
+  /** `address` and `plugin` go into the link changes this dataview produces. */
+  constructor(
+    readonly address: DataviewAddress = NO_ADDRESS,
+    readonly plugin = "rest-api",
+  ) {
+    this.lastHeadlines = this.headlines();
+  }
+
+  /** Number of rows. */
+  get size(): number {
+    return this.rows.size;
+  }
 
   /**
    * PUT dataview: replaces every row. Columns follow `columnOrder` (the `Column-Order` header) and
-   * then first appearance across the rows; the first column names each row. Rows beyond `rowLimit`
-   * are dropped and `samplingStatus` says how many.
+   * then first appearance across the rows; the first column names each row. Rows beyond
+   * `limits.rowLimit` are dropped and `samplingStatus` says how many. More than
+   * `limits.maxColumns` distinct columns is a 400 (TOO_MANY_COLUMNS) and changes nothing.
    */
-  replace(rows: readonly Cells[], columnOrder: readonly string[], rowLimit: number): ReplaceResult {
-    const columns = [...new Set(columnOrder)];
-    const known = new Set(columns);
-    for (const row of rows) {
-      for (const column of Object.keys(row)) {
-        if (!known.has(column)) {
-          known.add(column);
-          columns.push(column);
-        }
+  replace(
+    rows: readonly RowCells[],
+    columnOrder: readonly string[],
+    limits: DataviewLimits,
+    at: number = Date.now(),
+  ): { result: ReplaceResult; changes: Change[] } {
+    const columns: string[] = [];
+    const columnIndex = new Map<string, number>();
+    const add = (column: string) => {
+      if (columnIndex.has(column)) return;
+      if (columns.length >= limits.maxColumns) this.tooManyColumns(limits.maxColumns);
+      columnIndex.set(column, columns.length);
+      columns.push(column);
+    };
+    for (const column of columnOrder) {
+      if (column.length > limits.maxCellLength) {
+        throw new VigilError("CELL_TOO_LONG", {
+          where: "The Column-Order header",
+          column: `${column.slice(0, 64)}… (its name)`,
+          length: column.length,
+          limit: limits.maxCellLength,
+        });
       }
+      add(column);
     }
+    for (const row of rows) for (const column of row.keys()) add(column);
+
     const first = columns[0];
-    const named: Row[] = rows.map((cells, index) => {
-      const name = first === undefined ? "" : (cells[first] ?? "");
-      if (name === "") {
+    rows.forEach((cells, index) => {
+      if (first === undefined || (cells.get(first) ?? "") === "") {
         throw new VigilError("INVALID_DATAVIEW", {
           detail: `Row ${index} has no value in the first column '${first ?? ""}', which names the row; give every row a value there.`,
         });
       }
-      return { name, cells: fillCells(columns, cells) };
     });
-    const kept = named.slice(0, rowLimit);
-    const dropped = named.length - kept.length;
+
+    const kept = rows.slice(0, Math.max(0, limits.rowLimit));
+    const dropped = rows.length - kept.length;
     this.columns = columns;
-    this.rows = kept;
+    this.columnIndex = columnIndex;
+    this.rows = new Map();
+    this.groups = new Map();
+    this.byName = new Map();
+    this.nextSeq = 0;
+    for (const cells of kept) {
+      const row: Row = {
+        seq: this.nextSeq++,
+        base: cells.get(first as string) ?? "",
+        name: "",
+        cells: columns.map((column) => cells.get(column) ?? ""),
+        at,
+      };
+      this.rows.set(row.seq, row);
+      const group = this.groupOf(row.base);
+      group.push(row);
+      row.name = duplicateName(row.base, group.length - 1);
+      this.addName(row);
+    }
     this.status =
       dropped > 0
-        ? `Row limit of ${rowLimit} reached: ${dropped} row${dropped === 1 ? "" : "s"} dropped`
+        ? `Row limit of ${limits.rowLimit} reached: ${dropped} row${dropped === 1 ? "" : "s"} dropped`
         : "OK";
-    const duplicates = kept.length - new Set(kept.map((r) => r.name)).size;
-    return { rows: kept.length, duplicates, dropped };
+    this.at = at;
+    this.lastHeadlines = this.headlines();
+    const change: Change = {
+      kind: "dataview",
+      dataview: this.address,
+      at,
+      plugin: this.plugin,
+      columns: [...columns],
+      rows: [...this.rows.values()].map((row) => ({ name: row.name, cells: encodeCells(row.cells) })),
+      headlines: this.lastHeadlines,
+    };
+    return {
+      result: { rows: kept.length, duplicates: kept.length - this.groups.size, dropped },
+      changes: [change],
+    };
   }
 
   /**
    * PUT row: creates or replaces the row addressed by `pathName` (its published name). Cells missing
-   * from the body become blank; a first-column value different from `pathName` renames the row
-   * (seed B rules 4–5). New columns in the body are appended. Returns the row's published name.
+   * from the body become blank; a first-column value different from the row's name renames the row
+   * (seed B rules 4–5); without one, the row keeps its name. New columns in the body are appended. Returns the row's published name and
+   * the changes: one row upsert, plus the renumbered rows when a rename moves duplicates.
    */
-  putRow(pathName: string, body: Cells, rowLimit: number): string {
-    for (const column of Object.keys(body)) {
-      if (!this.columns.includes(column)) this.columns.push(column);
-    }
-    const first = this.columns[0];
+  putRow(
+    pathName: string,
+    body: RowCells,
+    limits: DataviewLimits,
+    at: number = Date.now(),
+  ): { name: string; changes: Change[] } {
+    const added: string[] = [];
+    for (const column of body.keys()) if (!this.columnIndex.has(column)) added.push(column);
+    if (this.columns.length + added.length > limits.maxColumns) this.tooManyColumns(limits.maxColumns);
+    const first = this.columns[0] ?? added[0];
     if (first === undefined) {
       throw new VigilError("INVALID_ROW", {
         detail: "The row has no cells and the dataview has no columns; send at least the first column.",
       });
     }
-    const given = body[first];
-    const name = given === undefined || given === "" ? pathName : given;
-    const cells = fillCells(this.columns, { ...body, [first]: name });
-    const index = this.indexOf(pathName);
-    if (index === -1) {
-      if (this.rows.length >= rowLimit) {
-        throw new VigilError("ROW_LIMIT_REACHED", { limit: rowLimit });
-      }
-      this.rows.push({ name, cells });
+    const target = this.byName.get(pathName)?.[0];
+    // Without a first-column value the row keeps its name: the path's name for a new row, the
+    // row's own base name for an existing one (so `/row/a_duplicate1` stays a duplicate of `a`).
+    const given = body.get(first);
+    const base = given === undefined || given === "" ? (target?.base ?? pathName) : given;
+    if (base === "") {
+      throw new VigilError("INVALID_ROW", { detail: "The row needs a name: a value in the first column." });
+    }
+    if (base.length > limits.maxCellLength) {
+      throw new VigilError("CELL_TOO_LONG", {
+        where: "The row name in the path",
+        column: first,
+        length: base.length,
+        limit: limits.maxCellLength,
+      });
+    }
+    if (target === undefined && this.rows.size >= limits.rowLimit) {
+      throw new VigilError("ROW_LIMIT_REACHED", { dataview: this.address.dataview, limit: limits.rowLimit });
+    }
+
+    for (const column of added) {
+      this.columnIndex.set(column, this.columns.length);
+      this.columns.push(column);
+    }
+    const cells = this.columns.map((column, i) => (i === 0 ? base : (body.get(column) ?? "")));
+    let written: Row;
+    let affected: Row[];
+    let vacated: string[] = [];
+    if (target === undefined) {
+      written = { seq: this.nextSeq++, base, name: "", cells, at };
+      this.rows.set(written.seq, written);
+      const group = this.groupOf(base);
+      group.push(written);
+      written.name = duplicateName(base, group.length - 1);
+      this.addName(written);
+      affected = [written];
+    } else if (target.base === base) {
+      written = target;
+      written.cells = cells;
+      written.at = at;
+      affected = [written];
     } else {
-      this.rows[index] = { name, cells };
+      written = target;
+      ({ affected, vacated } = this.rename(target, base));
+      written.cells = cells;
+      written.at = at;
     }
     this.status = "OK";
-    const names = publishedNames(this.rows.map((r) => r.name));
-    return names[index === -1 ? this.rows.length - 1 : index] ?? name;
+    const changes = this.emit(affected, vacated, added.length > 0, at);
+    this.emitHeadlines(changes, at);
+    return { name: written.name, changes };
   }
 
   /**
    * DELETE row: removes the row with that published name; for a base name that is the first of its
-   * duplicates, and the rest are renumbered from 1 (seed B, States). False when there is none.
+   * duplicates, and the rest are renumbered from 1 (seed B, States). Undefined when there is none;
+   * otherwise the changes: upserts of the renumbered rows and the delete of the last name.
    */
-  deleteRow(pathName: string): boolean {
-    const index = this.indexOf(pathName);
-    if (index === -1) return false;
-    this.rows.splice(index, 1);
-    return true;
+  deleteRow(pathName: string, at: number = Date.now()): Change[] | undefined {
+    const target = this.byName.get(pathName)?.[0];
+    if (target === undefined) return undefined;
+    this.rows.delete(target.seq);
+    const group = this.groups.get(target.base) ?? [];
+    const index = group.indexOf(target);
+    group.splice(index, 1);
+    if (group.length === 0) this.groups.delete(target.base);
+    const followers = group.slice(index);
+    const vacated = [target.name, ...followers.map((row) => row.name)];
+    this.removeName(target);
+    for (const row of followers) this.removeName(row);
+    followers.forEach((row, i) => {
+      row.name = duplicateName(row.base, index + i);
+      this.addName(row);
+    });
+    const changes = this.emit(followers, vacated, false, at);
+    this.emitHeadlines(changes, at);
+    return changes;
   }
 
-  /** The dataview as published: columns, rows under their published names, headlines. */
+  /** The dataview as GET shows it: columns, rows under their published names, headlines. */
   state(): DataviewState {
-    const names = publishedNames(this.rows.map((r) => r.name));
-    const rows: DataviewRowState[] = this.rows.map((row, i) => ({
-      name: names[i] ?? row.name,
-      cells: fillCells(this.columns, row.cells),
-    }));
+    const rows: RowState[] = [];
+    for (const row of this.rows.values())
+      rows.push({ name: row.name, cells: cellsRecord(this.columns, row.cells) });
+    const headlines: Record<string, string> = Object.create(null);
+    for (const [name, value] of this.headlines()) headlines[name] = value;
+    return { columns: [...this.columns], rows, headlines };
+  }
+
+  /** One row as GET shows it, by published name; undefined when there is none. */
+  row(publishedName: string): RowState | undefined {
+    const row = this.byName.get(publishedName)?.[0];
+    return row === undefined ? undefined : { name: row.name, cells: cellsRecord(this.columns, row.cells) };
+  }
+
+  /** The dataview now, for the state sent on (re)connect: O(rows), sharing the row arrays. */
+  snapshot(): DataviewSnapshot {
+    const rows: { name: string; cells: readonly string[]; at: number }[] = [];
+    for (const row of this.rows.values()) rows.push({ name: row.name, cells: row.cells, at: row.at });
     return {
+      address: this.address,
+      plugin: this.plugin,
+      at: this.at,
       columns: [...this.columns],
+      headlines: this.headlines(),
       rows,
-      headlines: { samplingStatus: this.status, totalRows: String(this.rows.length) },
     };
   }
 
-  private indexOf(publishedName: string): number {
-    const names = publishedNames(this.rows.map((r) => r.name));
-    return names.indexOf(publishedName);
+  private headlines(): WireHeadlines {
+    return [
+      ["samplingStatus", this.status],
+      ["totalRows", String(this.rows.size)],
+    ];
   }
-}
 
-function fillCells(columns: readonly string[], cells: Readonly<Cells>): Cells {
-  const out: Cells = {};
-  for (const column of columns) out[column] = cells[column] ?? "";
-  return out;
+  private emitHeadlines(changes: Change[], at: number): void {
+    const now = this.headlines();
+    const same = now.every(([name, value], i) => {
+      const before = this.lastHeadlines[i];
+      return before !== undefined && before[0] === name && before[1] === value;
+    });
+    if (same) return;
+    this.lastHeadlines = now;
+    this.at = at;
+    changes.push({ kind: "headlines", dataview: this.address, at, headlines: now });
+  }
+
+  /**
+   * Moves `row` from its base name's group to `base`'s: the rows after it in the old group move
+   * down one duplicate number, those after it in the new group up one. Returns every row whose
+   * published name may have changed and the names they held.
+   */
+  private rename(row: Row, base: string): { affected: Row[]; vacated: string[] } {
+    const oldGroup = this.groups.get(row.base) ?? [];
+    const oldIndex = oldGroup.indexOf(row);
+    oldGroup.splice(oldIndex, 1);
+    if (oldGroup.length === 0) this.groups.delete(row.base);
+    row.base = base;
+    const newGroup = this.groupOf(base);
+    let lo = 0;
+    let hi = newGroup.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((newGroup[mid] as Row).seq < row.seq) lo = mid + 1;
+      else hi = mid;
+    }
+    newGroup.splice(lo, 0, row);
+    const renumbered: [Row[], number][] = [
+      [oldGroup, oldIndex],
+      [newGroup, lo],
+    ];
+    const affected: Row[] = [row];
+    for (const [group, from] of renumbered)
+      for (const r of group.slice(from)) if (r !== row) affected.push(r);
+    const vacated = affected.map((r) => r.name);
+    for (const r of affected) this.removeName(r);
+    for (const [group, from] of renumbered) {
+      for (let i = from; i < group.length; i += 1) {
+        const r = group[i] as Row;
+        r.name = duplicateName(r.base, i);
+      }
+    }
+    for (const r of affected) this.addName(r);
+    return { affected, vacated };
+  }
+
+  /**
+   * The changes for rows whose published name or content changed: an upsert per affected row (in
+   * row order; the first carries the column list when it changed: a write always upserts its own
+   * row), then, for every name no longer
+   * held, a delete — or, when another row now holds it (a name collision), that row's upsert.
+   */
+  private emit(
+    affected: readonly Row[],
+    vacated: readonly string[],
+    columnsChanged: boolean,
+    at: number,
+  ): Change[] {
+    const rows = [...new Set(affected)].sort((a, b) => a.seq - b.seq);
+    const changes: Change[] = [];
+    const upserted = new Set<string>();
+    const upsert = (row: Row) => {
+      upserted.add(row.name);
+      const withColumns = columnsChanged && changes.length === 0;
+      changes.push({
+        kind: "row",
+        dataview: this.address,
+        at: row.at,
+        name: row.name,
+        cells: encodeCells(row.cells),
+        ...(withColumns ? { columns: [...this.columns] } : {}),
+      });
+    };
+    for (const row of rows) upsert(row);
+    for (const name of new Set(vacated)) {
+      if (upserted.has(name)) continue;
+      const holder = this.byName.get(name)?.[0];
+      if (holder !== undefined) upsert(holder);
+      else changes.push({ kind: "rowDelete", dataview: this.address, at, name });
+    }
+    return changes;
+  }
+
+  private groupOf(base: string): Row[] {
+    let group = this.groups.get(base);
+    if (group === undefined) {
+      group = [];
+      this.groups.set(base, group);
+    }
+    return group;
+  }
+
+  private addName(row: Row): void {
+    const holders = this.byName.get(row.name);
+    if (holders === undefined) this.byName.set(row.name, [row]);
+    else {
+      holders.push(row);
+      holders.sort((a, b) => a.seq - b.seq);
+    }
+  }
+
+  private removeName(row: Row): void {
+    const holders = this.byName.get(row.name);
+    if (holders === undefined) return;
+    const index = holders.indexOf(row);
+    if (index !== -1) holders.splice(index, 1);
+    if (holders.length === 0) this.byName.delete(row.name);
+  }
+
+  private tooManyColumns(limit: number): never {
+    throw new VigilError("TOO_MANY_COLUMNS", { dataview: this.address.dataview, limit });
+  }
 }

@@ -1,12 +1,16 @@
 /**
  * The managed entities and rest-api samplers of one probe, and the dataviews pushed to them
- * (DESIGN 3.1). Addressing: a sampler path segment is `name` or `name(type)`; without a type the
- * name must be unambiguous on the entity (a sampler with no type wins over typed ones of that name).
+ * (DESIGN 3.1). Addressing: a sampler path segment is `name` or `name(type)` (`parseSamplerRef`);
+ * without a type the name must be unambiguous on the entity (a sampler with no type wins over typed
+ * ones of that name). The setup can change while the probe runs (DESIGN 3.5: sampler changes apply
+ * without a restart): `update()` keeps the dataviews of samplers that stay.
  */
+import { parseSamplerRef } from "../config/sampler-ref.js";
 import type { ProbeSetup, RestApiSampler, SamplerSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import type { DataviewModel } from "./dataview-model.js";
 
+/** One rest-api sampler of the probe and the dataviews pushed to it. */
 export class SamplerState {
   readonly dataviews = new Map<string, DataviewModel>();
   constructor(
@@ -17,20 +21,36 @@ export class SamplerState {
 
 /** Splits `name(type)` into its parts; a segment without parentheses has type null (any). */
 export function parseSamplerSegment(segment: string): { name: string; type: string | null } {
-  const match = /^(.*)\(([^()]*)\)$/s.exec(segment);
-  return match === null ? { name: segment, type: null } : { name: match[1] ?? "", type: match[2] ?? "" };
+  return parseSamplerRef(segment);
 }
 
-export class SamplerRegistry {
-  private readonly entities = new Map<string, SamplerState[]>();
+const samplerKey = (managedEntity: string, sampler: { name: string; type: string }): string =>
+  JSON.stringify([managedEntity, sampler.name, sampler.type]);
 
-  constructor(private readonly probe: ProbeSetup) {
-    for (const entity of probe.managedEntities) {
-      this.entities.set(
-        entity.name,
-        entity.samplers.filter(isRestApi).map((s) => new SamplerState(entity.name, s)),
-      );
-    }
+/** The probe's rest-api samplers by managed entity, resolved from ingest paths. */
+export class SamplerRegistry {
+  private entities = new Map<string, SamplerState[]>();
+
+  constructor(private probe: ProbeSetup) {
+    this.entities = this.build(probe, new Map());
+  }
+
+  /** The probe's name, as its setup gives it. */
+  get probeName(): string {
+    return this.probe.name;
+  }
+
+  /**
+   * Applies a new setup of this probe: samplers that stay (same entity, name and type, still
+   * rest-api) keep their dataviews and take the new settings; returns those that went, whose
+   * dataviews the caller deletes.
+   */
+  update(probe: ProbeSetup): SamplerState[] {
+    const previous = new Map<string, SamplerState>();
+    for (const sampler of this.all()) previous.set(samplerKey(sampler.managedEntity, sampler.setup), sampler);
+    this.entities = this.build(probe, previous);
+    this.probe = probe;
+    return [...previous.values()];
   }
 
   /** Finds the rest-api sampler addressed by a path, or throws the 404/400 of DESIGN 3.2. */
@@ -57,6 +77,23 @@ export class SamplerRegistry {
   /** Every sampler, for status pages and snapshots. */
   all(): SamplerState[] {
     return [...this.entities.values()].flat();
+  }
+
+  /** Builds the entity map; samplers found in `previous` are reused and removed from it. */
+  private build(probe: ProbeSetup, previous: Map<string, SamplerState>): Map<string, SamplerState[]> {
+    const entities = new Map<string, SamplerState[]>();
+    for (const entity of probe.managedEntities) {
+      const samplers = entity.samplers.filter(isRestApi).map((setup) => {
+        const key = samplerKey(entity.name, setup);
+        const kept = previous.get(key);
+        if (kept === undefined) return new SamplerState(entity.name, setup);
+        previous.delete(key);
+        kept.setup = setup;
+        return kept;
+      });
+      entities.set(entity.name, samplers);
+    }
+    return entities;
   }
 }
 

@@ -16,10 +16,11 @@ probes:
     managedEntities:
       - { name: me, samplers: [{ name: s, plugin: rest-api, rowLimit: 5 }] }
 `);
+// Never started: the link stays down and every change is coalesced into the (unsent) state.
 const probe = buildProbe({
+  name: "p1",
   setup: setup.probes[0]!,
-  customDataviewMaxRows: 0,
-  link: { send: () => {} },
+  link: { description: "none", connect: () => Promise.reject(new Error("no gateway in this test")) },
   logger: pino({ level: "silent" }),
 });
 after(() => probe.http.close());

@@ -1,15 +1,19 @@
-/** `vigil up [--config FILE] [--data-dir DIR] [--demo]` (DESIGN 1). */
+/** `vigil up [--config FILE] [--data-dir DIR] [--demo] [--host HOST]` (DESIGN 1). */
+import { resolve } from "node:path";
 import type { Command } from "commander";
+import { startSystem } from "../../compose/system.js";
+import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
 import { sampleSetup } from "../../config/sample-setup.js";
-import { startAllInOne } from "../all-in-one.js";
 import { createLogger } from "../logger.js";
-import { runUntilSignal } from "../signals.js";
+import { runService } from "../run-service.js";
+import { LOOPBACK } from "./hosts.js";
 
 interface UpOptions {
   config?: string;
   dataDir: string;
   demo: boolean;
+  host: string;
   logLevel: string;
 }
 
@@ -18,14 +22,24 @@ export function registerUp(program: Command): void {
     .command("up")
     .description("probe + gateway + hub in one process, with the embedded store and in-process bus")
     .option("--config <file>", "setup file (YAML); the built-in sample setup without it")
-    .option("--data-dir <dir>", "where the embedded store keeps its files", "./vigil-data")
+    .option("--data-dir <dir>", "where the embedded store keeps its files", DEFAULT_DATA_DIR)
     .option("--demo", "push demo data through the probe's HTTP API", false)
+    .option("--host <host>", "address of the gateway and hub (probes use their setup hostname)", LOOPBACK)
     .option("--log-level <level>", "pino log level", "info")
     .action(async (options: UpOptions) => {
       const logger = createLogger(options.logLevel);
       const setup = options.config === undefined ? sampleSetup() : loadSetupFile(options.config);
-      const system = await startAllInOne({ setup, dataDir: options.dataDir, demo: options.demo, logger });
-      logger.info({ urls: system.urls }, "vigil is up");
-      await runUntilSignal(logger, () => system.stop());
+      await runService({
+        logger,
+        ...(options.config === undefined ? {} : { config: { path: options.config, setup } }),
+        start: () =>
+          startSystem({
+            setup,
+            dataDir: resolve(options.dataDir),
+            demo: options.demo,
+            host: options.host,
+            logger,
+          }),
+      });
     });
 }

@@ -2,18 +2,40 @@
 import type { Command } from "commander";
 import { formatSetupIssues, loadSetupFile, SetupError } from "../../config/load-setup.js";
 
+/** What `vigil validate` found: whether the file is usable, and the text it prints. */
+export interface ValidateReport {
+  readonly ok: boolean;
+  /** `FILE: OK` when usable; otherwise one line per issue (`formatSetupIssues`), in file order. */
+  readonly text: string;
+}
+
+/**
+ * Checks a setup file with the same loader every command uses, so `validate` reports exactly what
+ * would stop `vigil up|gateway|hub|probe --config FILE`. Errors other than a `SetupError` (a bug)
+ * are thrown.
+ */
+export function validateSetupFile(path: string): ValidateReport {
+  try {
+    loadSetupFile(path);
+    return { ok: true, text: `${path}: OK` };
+  } catch (error) {
+    if (!(error instanceof SetupError)) throw error;
+    return { ok: false, text: formatSetupIssues(error) };
+  }
+}
+
+/** Adds `validate --config FILE` to the `vigil` command: OK on stdout, or every issue on stderr and exit 1. */
 export function registerValidate(program: Command): void {
   program
     .command("validate")
     .description("check a setup file and print every configuration error")
     .requiredOption("--config <file>", "setup file (YAML)")
     .action((options: { config: string }) => {
-      try {
-        loadSetupFile(options.config);
-        process.stdout.write(`${options.config}: OK\n`);
-      } catch (error) {
-        if (!(error instanceof SetupError)) throw error;
-        process.stderr.write(`${formatSetupIssues(error)}\n`);
+      const report = validateSetupFile(options.config);
+      if (report.ok) {
+        process.stdout.write(`${report.text}\n`);
+      } else {
+        process.stderr.write(`${report.text}\n`);
         process.exitCode = 1;
       }
     });

@@ -1,36 +1,68 @@
 /**
- * The NDJSON file sink: one public-v2 message per line, appended (DESIGN 4.3: "The NDJSON sink
- * appends"). The file's folder is created when missing.
+ * The NDJSON file target: one public-v2 message per line, appended (DESIGN 2 `file:`, 4.3 "The
+ * NDJSON sink appends"). A batch is acknowledged once its lines are written and flushed to disk
+ * (`fdatasync`). When a write fails part-way (disk full), the file is cut back to the end of the
+ * last whole batch before the batch is tried again, so a retry never leaves half a line behind.
+ * The file and its folder are created when missing, readable by their owner only.
  */
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+
+import type { FileHandle } from "node:fs/promises";
+import { mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { PublicV2Message } from "../../messages/types.js";
+import type { Envelope } from "../../bus/envelope.js";
 import type { Sink } from "./sink.js";
+
+const FILE_MODE = 0o600; // owner read/write only
+const DIR_MODE = 0o700;
 
 export class FileSink implements Sink {
   readonly name: string;
-  private readonly stream: WriteStream;
-  private failure: Error | undefined;
+  private handle: FileHandle | undefined;
+  /** Size of the file after the last batch that was written whole; -1 until opened. */
+  private goodSize = -1;
 
-  constructor(path: string) {
+  constructor(private readonly path: string) {
     this.name = `file:${path}`;
-    mkdirSync(dirname(path), { recursive: true });
-    this.stream = createWriteStream(path, { flags: "a" });
-    this.stream.on("error", (error) => {
-      this.failure = error;
-    });
   }
 
-  write(messages: readonly PublicV2Message[]): void {
-    if (this.failure !== undefined) throw this.failure;
+  async publish(batch: readonly Envelope[]): Promise<void> {
+    const handle = await this.open();
     let text = "";
-    for (const message of messages) text += `${JSON.stringify(message)}\n`;
-    this.stream.write(text);
+    for (const envelope of batch) text += `${JSON.stringify(envelope.message)}\n`;
+    try {
+      await handle.appendFile(text, "utf8");
+      await handle.datasync();
+      this.goodSize += Buffer.byteLength(text, "utf8");
+    } catch (error) {
+      // Cut back any partial write; if even that fails, reopen next time and measure again.
+      await handle.truncate(this.goodSize).catch(() => this.reset());
+      throw error;
+    }
   }
 
-  close(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.stream.end((error?: Error | null) => (error ? reject(error) : resolve()));
-    });
+  async close(): Promise<void> {
+    const handle = this.handle;
+    this.handle = undefined;
+    await handle?.close();
+  }
+
+  private async open(): Promise<FileHandle> {
+    if (this.handle !== undefined) return this.handle;
+    await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
+    const handle = await open(this.path, "a", FILE_MODE);
+    try {
+      this.goodSize = (await handle.stat()).size;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    this.handle = handle;
+    return handle;
+  }
+
+  private reset(): void {
+    const handle = this.handle;
+    this.handle = undefined;
+    void handle?.close().catch(() => undefined);
   }
 }

@@ -5,6 +5,7 @@
  * every `/v0` and `/v1alpha` URL except `/v0/ping` and the OAuth token endpoint.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { DEFAULT_TOKEN_AUDIENCE, DEFAULT_TOKEN_ISSUER, JWKS_URL } from "../../auth/token-claims.js";
 import type { HubSetup } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
 import { sendError } from "../../http/error-handler.js";
@@ -17,13 +18,6 @@ import { RefreshTokens } from "./refresh-tokens.js";
 import { loadSigningKey } from "./signing-key.js";
 import { TokenIssuer } from "./token-issuer.js";
 import { registerTokenRoutes } from "./token-routes.js";
-
-/** `iss` of hub tokens when the caller names none. */
-export const DEFAULT_TOKEN_ISSUER = "vigil-hub";
-/** `aud` of hub tokens when the caller names none. */
-export const DEFAULT_TOKEN_AUDIENCE = "vigil";
-/** Where the public signing keys are served (RFC 8414 §2 `jwks_uri`, conventional path). */
-export const JWKS_URL = "/.well-known/jwks.json";
 
 /** URL prefixes that need a bearer token when security is enabled (DESIGN 5.4). */
 const PROTECTED_PREFIXES = ["/v0", "/v1alpha"] as const;

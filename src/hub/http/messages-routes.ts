@@ -4,15 +4,18 @@
  * the accepted messages are committed to the store (DESIGN 1, durability).
  */
 import type { FastifyInstance } from "fastify";
-import { MESSAGES_BODY_LIMIT_BYTES } from "../../config/defaults.js";
+import type { Delivery } from "../../bus/bus.js";
+import { MAX_CONCURRENT_BACKFILLS, MESSAGES_BODY_LIMIT_BYTES } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
+import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
-import type { PublicV2Message } from "../../messages/types.js";
-import { validateMessage } from "../../messages/validate.js";
 import type { Ingester } from "../ingest/ingester.js";
 
 export interface BackfillResult {
+  /** Messages stored now or before (a message stored before is not stored twice). */
   accepted: number;
+  /** Of the accepted, how many were already stored (same JSON text, or sent twice). */
+  duplicates: number;
   rejected: { index: number; error: string }[];
 }
 
@@ -46,8 +49,18 @@ export function splitMessages(text: string): { index: number; value: unknown; er
   return out;
 }
 
-/** Registers the backfill endpoint; it takes any content type (JSON array or NDJSON). */
-export function registerMessageRoutes(app: FastifyInstance, ingester: Ingester): Promise<void> {
+/**
+ * Registers the backfill endpoint; it takes any content type (JSON array or NDJSON). At most
+ * MAX_CONCURRENT_BACKFILLS requests run at once. Messages are de-duplicated like published ones:
+ * a message without an envelope id is known by the digest of its JSON text, so posting the same
+ * file twice stores it once.
+ */
+export function registerMessageRoutes(
+  app: FastifyInstance,
+  ingester: Ingester,
+  memory?: MemoryProtection,
+): Promise<void> {
+  let running = 0;
   return app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(
@@ -64,19 +77,27 @@ export function registerMessageRoutes(app: FastifyInstance, ingester: Ingester):
           if (text.trim() === "") {
             throw new VigilError("NO_BODY", { expected: "a JSON array or NDJSON of public-v2 messages" });
           }
-          const accepted: PublicV2Message[] = [];
-          const rejected: BackfillResult["rejected"] = [];
-          for (const candidate of splitMessages(text)) {
-            if (candidate.error !== undefined) {
-              rejected.push({ index: candidate.index, error: candidate.error });
-              continue;
-            }
-            const result = validateMessage(candidate.value);
-            if (result.ok) accepted.push(result.message);
-            else rejected.push({ index: candidate.index, error: result.errors.join("; ") });
+          memory?.check();
+          if (running >= MAX_CONCURRENT_BACKFILLS) {
+            throw new VigilError(
+              "SERVICE_UNAVAILABLE",
+              { detail: `${running} backfills are running; retry when one has finished.` },
+              { headers: { "Retry-After": "1" } },
+            );
           }
-          if (accepted.length > 0) await ingester.ingest(accepted);
-          return { accepted: accepted.length, rejected };
+          running += 1;
+          try {
+            const deliveries: Delivery[] = splitMessages(text).map((candidate) =>
+              candidate.error === undefined
+                ? { id: undefined, message: candidate.value }
+                : { id: undefined, message: candidate.value, parseError: candidate.error },
+            );
+            const result = await ingester.ingest(deliveries);
+            const rejected = result.rejected.map((r) => ({ index: r.index, error: r.reason }));
+            return { accepted: deliveries.length - rejected.length, duplicates: result.duplicates, rejected };
+          } finally {
+            running -= 1;
+          }
         },
       },
       { bodyLimit: MESSAGES_BODY_LIMIT_BYTES },

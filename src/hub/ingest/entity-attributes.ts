@@ -16,7 +16,8 @@ export function entityAttributes(
   probe: ProbeInfo | undefined,
   userAttributes: Readonly<Record<string, string>>,
 ): Record<string, string> {
-  const attributes: Record<string, string> = {};
+  // Null prototype: attribute names are data (`user.__proto__` is an ordinary name).
+  const attributes: Record<string, string> = Object.create(null);
   const put = (name: string, value: string | undefined) => {
     if (value !== undefined && value !== "") attributes[name] = value;
   };
@@ -31,7 +32,7 @@ export function entityAttributes(
 
 /** The user attributes (without the `user.` prefix) of stored attributes. */
 export function userAttributesOf(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(attributes)) {
     if (name.startsWith("user.")) out[name.slice(5)] = value;
   }

@@ -1,12 +1,38 @@
 /**
- * Hub ingest: turns public-v2 messages into entity upserts and metric samples and commits each
- * batch in one store transaction (DESIGN 5.1, 5.5). Messages are dispatched by type through one
- * record, so a new message type fails to compile until handled (STYLE 6).
+ * Hub ingest (DESIGN 1 "Hand-offs", 5.1, 5.5): turns deliveries (messages with their envelope ids)
+ * into entity upserts, metric samples and event records, and commits each batch in one store
+ * transaction.
+ *
+ * - Every message is checked first: not JSON, not public-v2, or holding a string that is not
+ *   well-formed Unicode → rejected with the reason (the caller dead-letters it or reports it).
+ * - De-duplication happens inside the transaction (`claim`): a message id stored before is skipped,
+ *   so redelivery and replay never count twice, also across hubs sharing one database. A message
+ *   without an id is known by the SHA-256 of its JSON text.
+ * - A batch the store refuses as data (`StoreDataError`: a series limit, text it cannot hold) is
+ *   split in halves until the one message at fault is found; it is rejected and the rest stored.
+ *   Any other store error is an outage: it is thrown and the caller retries the batch with back-off.
+ * - The ingester's caches (known entities and probes) change only after the commit.
+ *
+ * Messages are dispatched by type through one record, so a new message type fails to compile until
+ * handled (STYLE 6).
  */
+import { createHash } from "node:crypto";
 import type { Logger } from "pino";
+import type { Delivery } from "../../bus/bus.js";
+import { parseMessageId } from "../../bus/envelope.js";
 import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
-import type { EntityKey, EntityUpsert, SampleInput, Store } from "../store/store.js";
+import { validateMessage } from "../../messages/validate.js";
+import { isWellFormed } from "../../text/well-formed.js";
+import {
+  type EntityKey,
+  type EntityUpsert,
+  type EventInput,
+  type MessageKey,
+  type SampleInput,
+  type Store,
+  StoreDataError,
+} from "../store/store.js";
 import { entityAttributes, type ProbeInfo, userAttributesOf } from "./entity-attributes.js";
 
 /** A cell value that is a plain decimal number (no blanks, units, hex or Infinity). */
@@ -24,42 +50,66 @@ const entityKeyText = (key: EntityKey): string => JSON.stringify([key.gateway, k
 const probeKeyText = (gateway: string, probe: string): string => JSON.stringify([gateway, probe]);
 
 interface KnownEntity {
-  key: EntityKey;
-  user: Record<string, string>;
-  deleted: boolean;
+  readonly key: EntityKey;
+  readonly user: Readonly<Record<string, string>>;
+  readonly deleted: boolean;
 }
 
-interface BatchBuilder {
-  entities: Map<string, EntityUpsert>;
-  samples: SampleInput[];
+/** One message rejected by the ingester: its index in the batch and why. */
+export interface Rejection {
+  readonly index: number;
+  readonly reason: string;
+}
+
+export interface IngestResult {
+  /** Messages newly stored. */
+  readonly stored: number;
+  /** Messages skipped because their id was stored before. */
+  readonly duplicates: number;
+  readonly rejected: readonly Rejection[];
+}
+
+/** What one transaction writes, with the cache changes it makes once committed. */
+class BatchBuilder {
+  readonly entities = new Map<string, EntityUpsert>();
+  readonly samples: SampleInput[] = [];
+  readonly events: EventInput[] = [];
+  readonly probes = new Map<string, ProbeInfo>();
+  readonly known = new Map<string, KnownEntity>();
 }
 
 type Handlers = { [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder) => void };
 
+interface Checked {
+  readonly index: number;
+  readonly key: MessageKey;
+  readonly message: PublicV2Message;
+}
+
 export class Ingester {
   private readonly probes = new Map<string, ProbeInfo>();
   private readonly entities = new Map<string, KnownEntity>();
-  private queue: Promise<void> = Promise.resolve();
-  ingestedMessages = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Counters for the status page. */
+  readonly counts = { stored: 0, duplicates: 0, rejected: 0, batches: 0 };
 
   private readonly handlers: Handlers = {
     probe: (message, batch) => {
       const { gateway, probe } = message.data.target;
       const { osType, HostName } = message.data.parameters;
       const info: ProbeInfo = { osType, ...(HostName === undefined ? {} : { hostname: HostName }) };
-      this.probes.set(probeKeyText(gateway, probe), info);
+      batch.probes.set(probeKeyText(gateway, probe), info);
       // Entities of this probe carry its host name and OS type: refresh them.
-      for (const known of this.entities.values()) {
+      for (const known of this.knownEntities(batch)) {
         if (known.key.gateway === gateway && known.key.probe === probe) {
           this.upsert(batch, known.key, known.user, known.deleted, message.data.timestamp);
         }
       }
     },
     managedEntity: (message, batch) => {
-      const key: EntityKey = message.data.target;
       this.upsert(
         batch,
-        key,
+        message.data.target,
         message.data.attributes,
         message.operation === "delete",
         message.data.timestamp,
@@ -67,10 +117,9 @@ export class Ingester {
     },
     headline: (message, batch) => this.metrics(message, batch),
     table: (message, batch) => this.metrics(message, batch),
-    // Events are stored by the event history work (DESIGN 5.1 recordsQuery); nothing to do yet.
-    severity: () => {},
-    snooze: () => {},
-    userassignment: () => {},
+    severity: (message, batch) => this.event(message, batch),
+    snooze: (message, batch) => this.event(message, batch),
+    userassignment: (message, batch) => this.event(message, batch),
   };
 
   constructor(
@@ -78,7 +127,7 @@ export class Ingester {
     private readonly logger: Logger,
   ) {}
 
-  /** Loads what the store already knows, so a restarted hub keeps entity attributes. */
+  /** Loads what the store already knows of entities, so a restarted hub keeps their attributes. */
   async init(): Promise<void> {
     for (const entity of await this.store.listEntities({ includeDeleted: true })) {
       const a = entity.attributes;
@@ -98,25 +147,89 @@ export class Ingester {
   }
 
   /**
-   * Ingests valid messages in order and resolves once the store has committed them. Calls are
-   * serialized, so batches commit in the order they were handed in.
+   * Checks, de-duplicates and commits `deliveries` and resolves once the store has committed them.
+   * Calls run one after another, so batches commit in the order they were handed in. Rejects only
+   * when the store is unavailable (the caller retries the same batch later).
    */
-  ingest(messages: readonly PublicV2Message[]): Promise<void> {
-    const run = this.queue.then(() => this.commit(messages));
-    this.queue = run.catch(() => {});
+  ingest(deliveries: readonly Delivery[]): Promise<IngestResult> {
+    const run = this.queue.then(() => this.run(deliveries));
+    this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async commit(messages: readonly PublicV2Message[]): Promise<void> {
-    const batch: BatchBuilder = { entities: new Map(), samples: [] };
-    for (const message of messages) {
-      (this.handlers[message.type] as (m: PublicV2Message, b: BatchBuilder) => void)(message, batch);
+  private async run(deliveries: readonly Delivery[]): Promise<IngestResult> {
+    const rejected: Rejection[] = [];
+    const checked: Checked[] = [];
+    deliveries.forEach((delivery, index) => {
+      const problem = check(delivery);
+      if (typeof problem === "string") rejected.push({ index, reason: problem });
+      else checked.push({ index, key: messageKey(delivery.id, problem), message: problem });
+    });
+    const tally = { stored: 0, duplicates: 0 };
+    await this.commit(checked, rejected, tally);
+    rejected.sort((a, b) => a.index - b.index);
+    this.counts.stored += tally.stored;
+    this.counts.duplicates += tally.duplicates;
+    this.counts.rejected += rejected.length;
+    this.counts.batches += 1;
+    this.logger.debug({ ...tally, rejected: rejected.length }, "ingested a batch");
+    return { ...tally, rejected };
+  }
+
+  /** Commits `items` in one transaction; on a data error, halves and tries each half. */
+  private async commit(
+    items: readonly Checked[],
+    rejected: Rejection[],
+    tally: { stored: number; duplicates: number },
+  ): Promise<void> {
+    if (items.length === 0) return;
+    try {
+      const { batch, fresh } = await this.store.transaction(async (tx) => {
+        const isNew = await tx.claim(items.map((item) => item.key));
+        const batch = new BatchBuilder();
+        let fresh = 0;
+        items.forEach((item, i) => {
+          if (isNew[i] !== true) return;
+          fresh += 1;
+          (this.handlers[item.message.type] as (m: PublicV2Message, b: BatchBuilder) => void)(
+            item.message,
+            batch,
+          );
+        });
+        await tx.write({
+          entities: [...batch.entities.values()],
+          samples: batch.samples,
+          events: batch.events,
+        });
+        return { batch, fresh };
+      });
+      // Committed: only now do the caches learn what the batch changed.
+      for (const [k, v] of batch.probes) this.probes.set(k, v);
+      for (const [k, v] of batch.known) this.entities.set(k, v);
+      tally.stored += fresh;
+      tally.duplicates += items.length - fresh;
+    } catch (error) {
+      if (!isStoreDataError(error)) throw error;
+      if (items.length === 1) {
+        const item = items[0] as Checked;
+        rejected.push({ index: item.index, reason: `the store refused it: ${error.message}` });
+        return;
+      }
+      const middle = Math.ceil(items.length / 2);
+      await this.commit(items.slice(0, middle), rejected, tally);
+      await this.commit(items.slice(middle), rejected, tally);
     }
-    if (batch.entities.size > 0 || batch.samples.length > 0) {
-      await this.store.ingest({ entities: [...batch.entities.values()], samples: batch.samples });
-    }
-    this.ingestedMessages += messages.length;
-    this.logger.debug({ messages: messages.length, samples: batch.samples.length }, "ingested");
+  }
+
+  /** Committed entities, overlaid with the ones this batch changed. */
+  private *knownEntities(batch: BatchBuilder): Iterable<KnownEntity> {
+    for (const [k, v] of this.entities) if (!batch.known.has(k)) yield v;
+    yield* batch.known.values();
+  }
+
+  private probeInfo(batch: BatchBuilder, gateway: string, probe: string): ProbeInfo | undefined {
+    const key = probeKeyText(gateway, probe);
+    return batch.probes.get(key) ?? this.probes.get(key);
   }
 
   private upsert(
@@ -127,11 +240,11 @@ export class Ingester {
     timestamp: string,
   ): void {
     const text = entityKeyText(key);
-    const probe = this.probes.get(probeKeyText(key.gateway, key.probe));
-    this.entities.set(text, { key, user: { ...user }, deleted });
+    const plainKey = { gateway: key.gateway, probe: key.probe, managedEntity: key.managedEntity };
+    batch.known.set(text, { key: plainKey, user: copyAttributes(user), deleted });
     batch.entities.set(text, {
-      key: { gateway: key.gateway, probe: key.probe, managedEntity: key.managedEntity },
-      attributes: entityAttributes(key, probe, user),
+      key: plainKey,
+      attributes: entityAttributes(plainKey, this.probeInfo(batch, key.gateway, key.probe), user),
       deleted,
       at: asEpochMs(Date.parse(timestamp)),
     });
@@ -146,11 +259,10 @@ export class Ingester {
       managedEntity: target.managedEntity,
     };
     const text = entityKeyText(key);
-    if (!this.entities.has(text)) {
+    if (!this.entities.has(text) && !batch.known.has(text)) {
       // Metrics for an entity the hub has not seen announced (e.g. a backfill of metrics only).
-      const known = this.probes.get(probeKeyText(key.gateway, key.probe));
-      if (known === undefined)
-        this.probes.set(probeKeyText(key.gateway, key.probe), { osType: target.filter.osType });
+      if (this.probeInfo(batch, key.gateway, key.probe) === undefined)
+        batch.probes.set(probeKeyText(key.gateway, key.probe), { osType: target.filter.osType });
       this.upsert(batch, key, {}, false, sampleTime);
     }
     const at: EpochMs = asEpochMs(Date.parse(sampleTime));
@@ -161,6 +273,8 @@ export class Ingester {
       row: target.row ?? "",
     };
     for (const [column, value] of Object.entries(row)) {
+      // A blank cell is no sample and creates no series (issue 6: wide sparse dataviews).
+      if (value === "") continue;
       batch.samples.push({
         entity: key,
         series: { ...series, column },
@@ -170,4 +284,67 @@ export class Ingester {
       });
     }
   }
+
+  private event(
+    message: MessageOf<"severity"> | MessageOf<"snooze"> | MessageOf<"userassignment">,
+    batch: BatchBuilder,
+  ): void {
+    const { target, timestamp, data } = message.data;
+    const entity: EntityKey | null =
+      target.probe !== undefined && target.managedEntity !== undefined
+        ? { gateway: target.gateway, probe: target.probe, managedEntity: target.managedEntity }
+        : null;
+    batch.events.push({
+      type: message.type,
+      operation: message.operation,
+      at: asEpochMs(Date.parse(timestamp)),
+      entity,
+      target,
+      payload: data as unknown as Readonly<Record<string, unknown>>,
+    });
+  }
+}
+
+/** The message when it may be stored, otherwise why not. */
+function check(delivery: Delivery): PublicV2Message | string {
+  if (delivery.parseError !== undefined) return `not JSON: ${delivery.parseError}`;
+  const result = validateMessage(delivery.message);
+  if (!result.ok) return `not a public-v2 message: ${result.errors.join("; ")}`;
+  const bad = illFormedString(result.message);
+  if (bad !== undefined) return `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}`;
+  return result.message;
+}
+
+/** The JSON pointer of the first string (key or value) holding a lone surrogate, if any. */
+function illFormedString(value: unknown, path = ""): string | undefined {
+  if (typeof value === "string") return isWellFormed(value) ? undefined : path || "/";
+  if (typeof value !== "object" || value === null) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    const at = `${path}/${key}`;
+    if (!isWellFormed(key)) return at;
+    const found = illFormedString(inner, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The de-duplication key of a message: its gateway id, or a digest when it has none of that form. */
+export function messageKey(id: string | undefined, message: PublicV2Message): MessageKey {
+  if (id !== undefined) {
+    const parsed = parseMessageId(id);
+    if (parsed !== undefined) return { kind: "seq", origin: parsed.origin, seq: parsed.seq };
+    return { kind: "hash", hash: createHash("sha256").update(`id:${id}`).digest("hex") };
+  }
+  return { kind: "hash", hash: createHash("sha256").update(JSON.stringify(message)).digest("hex") };
+}
+
+function isStoreDataError(error: unknown): error is StoreDataError {
+  return error instanceof StoreDataError || (error instanceof Error && error.name === "StoreDataError");
+}
+
+/** A copy that takes client-sent names as data (`__proto__` is an ordinary attribute name). */
+function copyAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of Object.entries(attributes)) out[k] = v;
+  return out;
 }

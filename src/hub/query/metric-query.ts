@@ -5,6 +5,7 @@
  * "Every invalid request is a 400 that says which field is wrong and why".
  */
 
+import { parseSamplerRef } from "../../config/sampler-ref.js";
 import { VigilError } from "../../errors/catalog.js";
 import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { BucketSpec, CellSelector, GroupKey, MetricQueryPlan, TimeWindow } from "../store/store.js";
@@ -192,20 +193,16 @@ export function parseCellReference(text: string, field: string): CellSelector {
       );
     }
   }
-  let sampler: string;
-  let samplerType: string | null = null;
-  const typed = /^([^()]*)\(([^()]*)\)$/.exec(samplerRaw);
-  if (typed !== null) {
-    sampler = decodeSegment(typed[1] ?? "", field, "sampler");
-    samplerType = decodeSegment(typed[2] ?? "", field, "sampler type");
-  } else if (/[()]/.test(samplerRaw)) {
+  // Strict: a `(` or `)` in the name part must be escaped, so `a(b)(c)` is refused, not read as `a(b)`.
+  const ref = parseSamplerRef(samplerRaw, "strict");
+  if (ref === null) {
     throw fail(
       field,
       `the sampler segment '${samplerRaw}' must be a name or name(type); escape ( ) in a name as %28 %29`,
     );
-  } else {
-    sampler = decodeSegment(samplerRaw, field, "sampler");
   }
+  const sampler = decodeSegment(ref.name, field, "sampler");
+  const samplerType = ref.type === null ? null : decodeSegment(ref.type, field, "sampler type");
   const dataview = decodeSegment(dataviewRaw, field, "dataview");
   const row = rowRaw === "{rowname}" ? null : decodeSegment(rowRaw, field, "row");
   const column = decodeSegment(columnRaw, field, "column");

@@ -8,17 +8,32 @@ import type { Store } from "./store.js";
 /** The DuckDB file used when the URL names no path. */
 export const DEFAULT_DUCKDB_FILE = "vigil.duckdb";
 
+/** Tuning common to every store; each absent option takes its default. */
+export interface OpenStoreOptions {
+  /** Most series one entity may have (default `DEFAULT_MAX_SERIES_PER_ENTITY`, 100 000). */
+  readonly maxSeriesPerEntity?: number;
+  /** Entries of the series-id cache (default `SERIES_CACHE_ENTRIES`, 200 000). */
+  readonly seriesCacheEntries?: number;
+  /** DuckDB's `memory_limit`, e.g. "512MB" (default "1GB"); other stores ignore it. */
+  readonly memoryLimit?: string;
+}
+
 /**
  * Opens the store named by `url`: `duckdb:PATH` is a DuckDB file (a relative PATH is resolved
  * against `dataDir`; `duckdb:`, `duckdb` or an empty URL mean `<dataDir>/vigil.duckdb`;
  * `duckdb::memory:` keeps everything in memory). `postgres://…` and `postgresql://…` are rejected
- * in this build. The returned store is not migrated yet: call `migrate()` first.
+ * in this build. `options` are passed to the store (defaults above). The returned store is not
+ * migrated yet: call `migrate()` first.
  */
-export async function openStore(url: string, dataDir: string): Promise<Store> {
+export async function openStore(
+  url: string,
+  dataDir: string,
+  options: OpenStoreOptions = {},
+): Promise<Store> {
   const trimmed = url.trim();
   if (trimmed === "" || trimmed === "duckdb" || trimmed.startsWith("duckdb:")) {
     const path = trimmed.startsWith("duckdb:") ? trimmed.slice("duckdb:".length) : "";
-    return createDuckDbStore({ path: duckDbPath(path, dataDir) });
+    return createDuckDbStore({ ...options, path: duckDbPath(path, dataDir) });
   }
   if (/^postgres(?:ql)?:\/\//i.test(trimmed)) {
     throw new Error("PostgreSQL store: not available in this build; use duckdb:PATH");

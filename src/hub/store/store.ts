@@ -4,6 +4,7 @@
  * (`postgres/`, the scale-out store). Aggregation runs inside the database, never in JavaScript.
  */
 import type { EntityId, EpochMs } from "../../ids.js";
+import type { EventTarget, Operation } from "../../messages/types.js";
 
 /** What names a managed entity across the deployment. */
 export interface EntityKey {
@@ -49,10 +50,91 @@ export interface SampleInput {
   readonly value: number | null;
 }
 
+/** One severity, snooze or userassignment message, stored as history (DESIGN 5.1 recordsQuery). */
+export interface EventInput {
+  readonly type: "severity" | "snooze" | "userassignment";
+  readonly operation: Operation;
+  /** The message's `timestamp`. */
+  readonly at: EpochMs;
+  /** The managed entity the target names, when it names one (the event counts for that entity). */
+  readonly entity: EntityKey | null;
+  readonly target: EventTarget;
+  /** The message's payload (`data.data`), as published. */
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** The kinds of event history a store keeps. */
+export type EventType = EventInput["type"];
+
+/** One stored event, as {@link Store.listEvents} returns it. */
+export interface EventRecord {
+  readonly type: EventType;
+  readonly operation: Operation;
+  readonly at: EpochMs;
+  /** The entity the event counts for; null when its target names no managed entity. */
+  readonly entityId: EntityId | null;
+  readonly target: EventTarget;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** Which events {@link Store.listEvents} returns. */
+export interface EventQuery {
+  /** Inclusive lower bound of `at`; none when absent. */
+  readonly from?: EpochMs;
+  /** Exclusive upper bound of `at`; none when absent. */
+  readonly to?: EpochMs;
+  /** Only events that count for this entity. */
+  readonly entity?: EntityId;
+  /** Only these types; every type when absent. */
+  readonly types?: readonly EventType[];
+  /** Most events returned (the caller bounds it), the earliest first. */
+  readonly limit: number;
+}
+
 /** Everything one ingest step commits atomically. */
 export interface IngestBatch {
   readonly entities: readonly EntityUpsert[];
   readonly samples: readonly SampleInput[];
+  readonly events?: readonly EventInput[];
+}
+
+/**
+ * What identifies a published message for de-duplication (DESIGN 1: "the hub stores a message id
+ * once"). A gateway's messages carry `<origin>.<seq>` ids: `origin` names one run of one gateway
+ * and `seq` counts up from 1 within it, so the store keeps them as ranges of seqs per origin.
+ * Messages without an id (a backfilled file) are known by the SHA-256 of their JSON text.
+ */
+export type MessageKey =
+  | { readonly kind: "seq"; readonly origin: string; readonly seq: number }
+  | { readonly kind: "hash"; readonly hash: string };
+
+/**
+ * A store rejected data as invalid (not a store outage): the message is dead-lettered, not retried.
+ * Thrown by {@link StoreTransaction.write} before it writes anything, so the transaction stays usable;
+ * any other error from a store is an outage (I/O, closed store) that the caller retries.
+ */
+export class StoreDataError extends Error {
+  override readonly name = "StoreDataError";
+}
+
+/** The writes of one store transaction (see {@link Store.transaction}). */
+export interface StoreTransaction {
+  /**
+   * Records message keys as stored and tells, for each, whether it is new (`true`) or was stored
+   * before (`false`: the caller skips it). A key repeated within `keys` is new only the first time.
+   * Enforced in the store, so it holds across hubs sharing one database and across replays; a
+   * rolled-back transaction leaves no claim. Throws {@link StoreDataError} for a malformed key (a seq
+   * that is not a positive safe integer, text that is not well-formed Unicode).
+   */
+  claim(keys: readonly MessageKey[]): Promise<boolean[]>;
+  /**
+   * Writes entities, samples and events. Throws {@link StoreDataError} when the data breaks a
+   * store limit (a new series beyond `maxSeriesPerEntity`) or cannot be stored (text with a lone
+   * UTF-16 surrogate, a timestamp that is not whole milliseconds in the Date range); it then has
+   * written nothing of `batch`. Samples and events for an entity never upserted create it with
+   * the built-in attributes its key gives (DESIGN 5.1).
+   */
+  write(batch: IngestBatch): Promise<void>;
 }
 
 /** A cell reference of a metric query, resolved (DESIGN 5.3). `row: null` is the `{rowname}` wildcard. */
@@ -140,12 +222,30 @@ export interface Store {
   readonly kind: string;
   /** Creates tables when missing. Idempotent. */
   migrate(): Promise<void>;
-  /** Commits entities and samples in one transaction; resolves once they are durable. */
+  /**
+   * Commits entities, samples and events in one transaction (a {@link Store.transaction} with one
+   * `write`); resolves once they are durable.
+   */
   ingest(batch: IngestBatch): Promise<void>;
+  /**
+   * Runs `work` inside one transaction: commits when it resolves (and only then resolves), rolls
+   * back when it rejects. Transactions of one store run one at a time (so `work` must not call
+   * `ingest` or `transaction` of the same store: it would wait for itself). Caches inside the store
+   * change only after the commit. When a `tx` call fails with anything but a
+   * {@link StoreDataError}, the transaction is rolled back even if `work` swallows the error.
+   */
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
+  /** Resolves when the store answers a trivial statement; rejects when it is unreachable. */
+  ping(): Promise<void>;
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]>;
   getEntity(id: EntityId): Promise<EntityRecord | undefined>;
   /** The series stored for one entity. */
   listSeries(entity: EntityId): Promise<SeriesInfo[]>;
+  /**
+   * Severity, snooze and userassignment history (DESIGN 5.1 recordsQuery), ordered by `at` and then
+   * by arrival, at most `query.limit` events.
+   */
+  listEvents(query: EventQuery): Promise<EventRecord[]>;
   /** Aggregates inside the database. Rows for empty buckets are omitted. */
   queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]>;
   close(): Promise<void>;

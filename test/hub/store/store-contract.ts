@@ -1,6 +1,7 @@
 /**
  * The contract every Store implementation passes (DESIGN 5.5, STYLE 2): the DuckDB store now, the
  * PostgreSQL store later, with the same cases. `open` must return a fresh, empty, unmigrated store.
+ * The write cases (claims, transactions, events, limits) are in store-contract-writes.ts.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -18,6 +19,7 @@ import type {
   Store,
 } from "../../../src/hub/store/store.js";
 import { asEntityId, asEpochMs, type EpochMs } from "../../../src/ids.js";
+import { type OpenStore, writeContract } from "./store-contract-writes.js";
 
 const t = (iso: string): EpochMs => asEpochMs(Date.parse(iso));
 const iso = (ms: number): string => new Date(ms).toISOString().replace(".000Z", "Z");
@@ -116,10 +118,14 @@ const values = (vs: readonly number[]): SampleInput[] =>
 
 /**
  * Registers the contract suite for one store implementation. `open` returns a fresh empty store
- * (not yet migrated); every case opens its own and closes it.
+ * (not yet migrated) tuned by `options`; every case opens its own and closes it. `persistent`, for a
+ * store that keeps data across a close, returns an opener that opens one same (initially empty)
+ * database on every call; the reopen cases run only then.
  */
-export function storeContract(name: string, open: () => Promise<Store>): void {
+export function storeContract(name: string, open: OpenStore, persistent?: () => OpenStore): void {
   describe(`Store contract: ${name}`, () => {
+    writeContract(open, persistent);
+
     describe("entities", () => {
       // biome-ignore format: one line per case (STYLE 16)
       const cases: {

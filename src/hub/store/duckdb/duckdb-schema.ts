@@ -6,10 +6,14 @@
  * No foreign keys: DuckDB refuses updates of a row that a foreign key references, and entities are
  * updated in place. `samples` has no index: queries narrow it by `ts` (DuckDB's zone maps prune
  * row groups when samples arrive roughly in time order) and hash-join it to the matched series.
+ *
+ * Version 2 adds `events` (severity, snooze and userassignment history) and the message-id
+ * de-duplication tables `message_ranges` and `message_hashes` (DESIGN 1). A version-1 file gains
+ * them on its next `migrate()`.
  */
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 1;
+export const DUCKDB_SCHEMA_VERSION = 2;
 
 /** The DDL `migrate()` runs in order; each statement is a no-op when its object exists. */
 export const DUCKDB_SCHEMA: readonly string[] = [
@@ -17,7 +21,10 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      key VARCHAR PRIMARY KEY,
      value VARCHAR NOT NULL
    )`,
-  `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}') ON CONFLICT DO NOTHING`,
+  // Raised, never lowered: an older release must not mark a newer file as its own version.
+  `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}')
+   ON CONFLICT (key) DO UPDATE SET value = excluded.value
+   WHERE TRY_CAST(store_meta.value AS INTEGER) < ${DUCKDB_SCHEMA_VERSION}`,
   "CREATE SEQUENCE IF NOT EXISTS entity_id_seq START 1",
   `CREATE TABLE IF NOT EXISTS entities (
      id INTEGER PRIMARY KEY DEFAULT nextval('entity_id_seq'),
@@ -46,4 +53,36 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      value DOUBLE,
      text VARCHAR NOT NULL
    )`,
+  "CREATE SEQUENCE IF NOT EXISTS event_id_seq START 1",
+  // One row per severity, snooze or userassignment message. `id` orders events of one instant by
+  // arrival; target fields are NULL when the target does not name them; `entity_id` is NULL when
+  // the target names no managed entity.
+  `CREATE TABLE IF NOT EXISTS events (
+     id BIGINT NOT NULL,
+     ts TIMESTAMPTZ NOT NULL,
+     type VARCHAR NOT NULL,
+     operation VARCHAR NOT NULL,
+     entity_id INTEGER,
+     gateway VARCHAR NOT NULL,
+     probe VARCHAR,
+     managed_entity VARCHAR,
+     target_type VARCHAR,
+     sampler VARCHAR,
+     dataview VARCHAR,
+     row_name VARCHAR,
+     column_name VARCHAR,
+     target_filter JSON,
+     payload JSON NOT NULL
+   )`,
+  // The seqs stored per message origin, as disjoint runs (src/hub/store/seq-ranges.ts). No index on
+  // purpose: DuckDB executes an UPDATE of an indexed column as delete + insert and can then report
+  // a false unique-key violation within one transaction; in-order delivery keeps one row per
+  // origin, so the scan per claim stays small.
+  `CREATE TABLE IF NOT EXISTS message_ranges (
+     origin VARCHAR NOT NULL,
+     first_seq BIGINT NOT NULL,
+     last_seq BIGINT NOT NULL
+   )`,
+  // SHA-256 (hex) of messages that carry no id (backfilled files); never updated, so indexed.
+  "CREATE TABLE IF NOT EXISTS message_hashes (hash VARCHAR PRIMARY KEY)",
 ];

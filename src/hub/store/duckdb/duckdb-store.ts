@@ -1,123 +1,103 @@
 /**
  * The embedded DuckDB store, vigil's default (DESIGN 5.5): one file in the data dir (or `:memory:`).
  *
- * Two connections: a writer that runs `migrate` and `ingest` one at a time (a DuckDB connection holds
- * at most one transaction), and a reader for lists and metric queries, which sees committed data only
- * (DuckDB is MVCC) so a long query never waits for an ingest. Each connection has its own promise
- * queue because the node binding must not run two statements on one connection at once.
+ * Three connections: a writer that runs `migrate` and transactions one at a time (a DuckDB
+ * connection holds at most one transaction), a reader for lists and metric queries, which sees
+ * committed data only (DuckDB is MVCC) so a long query never waits for an ingest, and one for
+ * `ping`, so a health check waits neither for a write nor for a long query. Each connection has its
+ * own promise queue because the node binding must not run two statements on one connection at once.
  *
- * Ingest resolves entity and series keys from in-memory caches loaded at `migrate()`, so a batch costs
- * one statement per entity upsert, one bulk insert of new series and one bulk insert of samples, both
- * through the DataChunk appender (about 10× faster than INSERT statements).
+ * Writes (duckdb-transaction.ts) resolve entity ids from a cache of every entity, loaded at
+ * `migrate()`, and series ids from a bounded recency cache backed by one lookup statement per batch, so
+ * neither a restart nor a flood of series loads the series table into memory. New series, samples
+ * and events go in through the DataChunk appender (about 10× faster than INSERT statements).
  */
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
+import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS } from "@duckdb/node-api";
 import {
-  DOUBLE,
-  type DuckDBAppender,
-  type DuckDBConnection,
-  DuckDBDataChunk,
-  DuckDBInstance,
-  DuckDBTimestampTZValue,
-  type DuckDBType,
-  type DuckDBValue,
-  INTEGER,
-  type JS,
-  TIMESTAMPTZ,
-  VARCHAR,
-} from "@duckdb/node-api";
+  DEFAULT_DUCKDB_MEMORY_LIMIT,
+  DEFAULT_MAX_SERIES_PER_ENTITY,
+  SERIES_CACHE_ENTRIES,
+} from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { RecencyCache } from "../recency-cache.js";
+import { SerialQueue } from "../serial-queue.js";
 import type {
-  EntityKey,
   EntityRecord,
-  EntityUpsert,
+  EventQuery,
+  EventRecord,
   IngestBatch,
   MetricQueryPlan,
   MetricQueryRow,
   SeriesInfo,
-  SeriesKey,
   Store,
+  StoreTransaction,
 } from "../store.js";
+import { toNumber } from "./duckdb-append.js";
+import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { buildMetricQuery, parseZone } from "./duckdb-metrics-sql.js";
 import { DUCKDB_SCHEMA } from "./duckdb-schema.js";
+import {
+  DuckDbTransaction,
+  type EntityState,
+  entityKeyString,
+  type PendingChanges,
+  type SampleSpan,
+} from "./duckdb-transaction.js";
 
 export interface DuckDbStoreOptions {
   /** A database file (created with its folder when missing) or `:memory:`. */
   readonly path: string;
   /** DuckDB `memory_limit`, e.g. "512MB"; default {@link DEFAULT_DUCKDB_MEMORY_LIMIT}. */
   readonly memoryLimit?: string;
+  /** Most series one entity may have; default `DEFAULT_MAX_SERIES_PER_ENTITY` (100 000). */
+  readonly maxSeriesPerEntity?: number;
+  /** Entries of the series-id cache; default `SERIES_CACHE_ENTRIES` (200 000); 0 turns it off. */
+  readonly seriesCacheEntries?: number;
 }
-
-/** DuckDB's `memory_limit` when none is given: enough for month-long percentile queries. */
-export const DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB";
-/** DuckDB's vector size: the most rows one DataChunk holds. */
-const CHUNK_ROWS = 2048;
-const US_PER_MS = 1000n;
 
 /**
  * Opens (or creates) a DuckDB store at `options.path` with `memory_limit` set to
- * `options.memoryLimit` (default "1GB"). The tables are not touched until `migrate()` runs, which
- * creates them when missing and loads the key caches; call it once before anything else.
+ * `options.memoryLimit` (default "1GB"), at most `options.maxSeriesPerEntity` series per entity
+ * (default 100 000) and a series-id cache of `options.seriesCacheEntries` entries (default
+ * 200 000). The tables are not touched until `migrate()` runs, which creates them when missing and
+ * loads the entity cache; call it once before anything else.
  */
 export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<Store> {
+  const maxSeriesPerEntity = options.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY;
+  const seriesCacheEntries = options.seriesCacheEntries ?? SERIES_CACHE_ENTRIES;
+  if (!Number.isSafeInteger(maxSeriesPerEntity) || maxSeriesPerEntity < 1) {
+    throw new RangeError(`maxSeriesPerEntity must be a positive integer, got ${maxSeriesPerEntity}`);
+  }
+  if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
+    throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
+  }
   if (options.path !== ":memory:") await mkdir(dirname(options.path), { recursive: true });
   const instance = await DuckDBInstance.create(options.path, {
     memory_limit: options.memoryLimit ?? DEFAULT_DUCKDB_MEMORY_LIMIT,
   });
   const writer = await instance.connect();
   const reader = await instance.connect();
+  const pinger = await instance.connect();
   for (const c of [writer, reader]) await c.run("SET TimeZone = 'UTC'");
-  return new DuckDbStore(instance, writer, reader);
-}
-
-/** Runs tasks one after another; a failed task does not stop the ones queued behind it. */
-class SerialQueue {
-  private tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(task);
-    this.tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    return result;
-  }
-}
-
-interface EntityState {
-  readonly id: EntityId;
-  /** The `at` of the upsert last applied; older upserts are ignored. */
-  readonly updatedAt: number;
-}
-
-const entityKeyString = (k: EntityKey): string => JSON.stringify([k.gateway, k.probe, k.managedEntity]);
-const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
-  JSON.stringify([entity, s.sampler, s.samplerType, s.dataview, s.row, s.column]);
-
-/** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
-function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
-}
-
-const timestampTz = (ms: number): DuckDBTimestampTZValue =>
-  new DuckDBTimestampTZValue(BigInt(ms) * US_PER_MS);
-
-function toNumber(v: JS): number | null {
-  if (v === null) return null;
-  if (typeof v === "number") return v;
-  if (typeof v === "bigint") return Number(v);
-  throw new TypeError(`expected a number from DuckDB, got ${typeof v}`);
+  return new DuckDbStore(instance, { writer, reader, pinger }, maxSeriesPerEntity, seriesCacheEntries);
 }
 
 class DuckDbStore implements Store {
   readonly kind = "duckdb";
   private readonly writes = new SerialQueue();
   private readonly reads = new SerialQueue();
+  private readonly pings = new SerialQueue();
+  private readonly writer: DuckDBConnection;
+  private readonly reader: DuckDBConnection;
+  private readonly pinger: DuckDBConnection;
+  /** Every entity (entities are few; see StoreCaches). */
   private entities = new Map<string, EntityState>();
-  private series = new Map<string, number>();
-  /** First and last sample time stored, to narrow the query's transition scan; null when none. */
-  private sampleSpan: { firstMs: number; lastMs: number } | null = null;
+  private readonly series: RecencyCache<string, number>;
+  private readonly seriesCounts = new Map<EntityId, number>();
+  private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
   /** Zone names ICU inside DuckDB knows; read once, on the first query with a named zone. */
   private zoneNames: Set<string> | undefined;
@@ -125,9 +105,15 @@ class DuckDbStore implements Store {
 
   constructor(
     private readonly instance: DuckDBInstance,
-    private readonly writer: DuckDBConnection,
-    private readonly reader: DuckDBConnection,
-  ) {}
+    connections: { writer: DuckDBConnection; reader: DuckDBConnection; pinger: DuckDBConnection },
+    private readonly maxSeriesPerEntity: number,
+    seriesCacheEntries: number,
+  ) {
+    this.writer = connections.writer;
+    this.reader = connections.reader;
+    this.pinger = connections.pinger;
+    this.series = new RecencyCache(seriesCacheEntries);
+  }
 
   migrate(): Promise<void> {
     return this.write(async () => {
@@ -137,28 +123,52 @@ class DuckDbStore implements Store {
   }
 
   ingest(batch: IngestBatch): Promise<void> {
+    return this.transaction((tx) => tx.write(batch));
+  }
+
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.write(async () => {
       if (!this.cachesLoaded) await this.loadCaches();
-      // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
-      const entities = new Map<string, EntityState>();
-      const series = new Map<string, number>();
+      const tx = new DuckDbTransaction(
+        this.writer,
+        { entities: this.entities, series: this.series, seriesCounts: this.seriesCounts },
+        this.maxSeriesPerEntity,
+      );
       await this.writer.run("BEGIN TRANSACTION");
+      let result: T;
       try {
-        for (const upsert of batch.entities) await this.upsertEntity(upsert, entities);
-        await this.appendSamples(batch, entities, series);
+        result = await work(tx);
+        await tx.finish();
+        if (tx.failure !== undefined) throw tx.failure.error;
         await this.writer.run("COMMIT");
       } catch (error) {
+        await tx.finish();
         await this.writer.run("ROLLBACK").catch(() => undefined);
         throw error;
       }
-      for (const [k, v] of entities) this.entities.set(k, v);
-      for (const [k, v] of series) this.series.set(k, v);
-      for (const sample of batch.samples) {
-        const at = sample.at;
-        if (this.sampleSpan === null) this.sampleSpan = { firstMs: at, lastMs: at };
-        else if (at < this.sampleSpan.firstMs) this.sampleSpan.firstMs = at;
-        else if (at > this.sampleSpan.lastMs) this.sampleSpan.lastMs = at;
-      }
+      // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
+      this.apply(tx.pending);
+      return result;
+    });
+  }
+
+  ping(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    return this.pings.run(async () => {
+      await this.pinger.run("SELECT 1");
+    });
+  }
+
+  listEvents(query: EventQuery): Promise<EventRecord[]> {
+    if (!Number.isSafeInteger(query.limit) || query.limit < 0) {
+      return Promise.reject(
+        new RangeError(`listEvents limit must be a non-negative integer, got ${query.limit}`),
+      );
+    }
+    const { sql, values, types } = listEventsSql(query);
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(sql, values, types);
+      return r.getRowsJS().map(eventRecord);
     });
   }
 
@@ -237,9 +247,10 @@ class DuckDbStore implements Store {
     if (this.closed) return;
     this.closed = true;
     // Wait for queued work; the queues never reject.
-    await Promise.all([this.writes.run(async () => undefined), this.reads.run(async () => undefined)]);
+    await Promise.all([this.writes.idle(), this.reads.idle(), this.pings.idle()]);
     this.writer.closeSync();
     this.reader.closeSync();
+    this.pinger.closeSync();
     this.instance.closeSync();
   }
 
@@ -272,6 +283,10 @@ class DuckDbStore implements Store {
     return this.reads.run(task);
   }
 
+  /**
+   * Loads every entity (entities are few: one per managed entity) and the sample time span. Series
+   * are not loaded: the series cache fills as batches name them (a file may hold millions).
+   */
   private async loadCaches(): Promise<void> {
     const entities = new Map<string, EntityState>();
     const e = await this.writer.runAndReadAll(
@@ -284,20 +299,6 @@ class DuckDbStore implements Store {
         updatedAt: Number(updatedAt),
       });
     }
-    const series = new Map<string, number>();
-    const s = await this.writer.runAndReadAll(
-      "SELECT id, entity_id, sampler, sampler_type, dataview, row_name, column_name FROM series",
-    );
-    for (const [id, entityId, sampler, samplerType, dataview, row, column] of s.getRowsJS()) {
-      const key: SeriesKey = {
-        sampler: String(sampler),
-        samplerType: String(samplerType),
-        dataview: String(dataview),
-        row: String(row),
-        column: String(column),
-      };
-      series.set(seriesKeyString(asEntityId(Number(entityId)), key), Number(id));
-    }
     const span = await this.writer.runAndReadAll("SELECT epoch_ms(min(ts)), epoch_ms(max(ts)) FROM samples");
     const [firstMs, lastMs] = span.getRowsJS()[0] ?? [];
     this.sampleSpan =
@@ -305,154 +306,22 @@ class DuckDbStore implements Store {
         ? null
         : { firstMs: Number(firstMs), lastMs: Number(lastMs) };
     this.entities = entities;
-    this.series = series;
+    this.series.clear();
+    this.seriesCounts.clear();
     this.cachesLoaded = true;
   }
 
-  /**
-   * Applies one upsert inside the open transaction. An upsert older than the one last applied is
-   * ignored (a backfilled old record must not undo a newer state); a deletion that carries no
-   * attributes keeps the stored ones, so a deleted entity still shows what it was.
-   */
-  private async upsertEntity(u: EntityUpsert, pending: Map<string, EntityState>): Promise<void> {
-    const key = entityKeyString(u.key);
-    const known = pending.get(key) ?? this.entities.get(key);
-    const attributes = storedAttributes(u.attributes);
-    const json = JSON.stringify(attributes);
-    if (known === undefined) {
-      const id = await this.insertEntity(u.key, json, u.deleted, u.at);
-      pending.set(key, { id, updatedAt: u.at });
-      return;
-    }
-    if (u.at < known.updatedAt) return;
-    const keepAttributes = u.deleted && Object.keys(attributes).length === 0;
-    await this.writer.run(
-      `UPDATE entities SET ${keepAttributes ? "" : "attributes = $attributes, "}is_deleted = $deleted,
-         updated_at = $at WHERE id = $id`,
-      {
-        ...(keepAttributes ? {} : { attributes: json }),
-        deleted: u.deleted,
-        at: timestampTz(u.at),
-        id: known.id,
-      },
-      { ...(keepAttributes ? {} : { attributes: VARCHAR }), id: INTEGER },
-    );
-    pending.set(key, { id: known.id, updatedAt: u.at });
-  }
-
-  private async insertEntity(
-    key: EntityKey,
-    attributes: string,
-    deleted: boolean,
-    at: number,
-  ): Promise<EntityId> {
-    const r = await this.writer.runAndReadAll(
-      `INSERT INTO entities (gateway, probe, managed_entity, attributes, is_deleted, updated_at)
-       VALUES ($gateway, $probe, $managed_entity, $attributes, $deleted, $at) RETURNING id`,
-      {
-        gateway: key.gateway,
-        probe: key.probe,
-        managed_entity: key.managedEntity,
-        attributes,
-        deleted,
-        at: timestampTz(at),
-      },
-    );
-    return asEntityId(Number(r.getRowsJS()[0]?.[0]));
-  }
-
-  /**
-   * Resolves each sample's series (creating missing entities and series) and bulk-loads the samples.
-   * A sample for an entity never upserted creates it with the built-in attributes its key gives
-   * (DESIGN 5.1: `svc.gateway`, `svc.probe`, `svc.name`) and the oldest possible `updated_at`, so the
-   * first real upsert replaces them.
-   */
-  private async appendSamples(
-    batch: IngestBatch,
-    entities: Map<string, EntityState>,
-    series: Map<string, number>,
-  ): Promise<void> {
-    if (batch.samples.length === 0) return;
-    const missing: { key: string; entity: EntityId; series: SeriesKey }[] = [];
-    const missingKeys = new Set<string>();
-    const sampleSeries: (number | string)[] = [];
-    for (const sample of batch.samples) {
-      const entityKey = entityKeyString(sample.entity);
-      let entity = entities.get(entityKey) ?? this.entities.get(entityKey);
-      if (entity === undefined) {
-        const attributes = {
-          "svc.gateway": sample.entity.gateway,
-          "svc.probe": sample.entity.probe,
-          "svc.name": sample.entity.managedEntity,
-        };
-        const id = await this.insertEntity(
-          sample.entity,
-          JSON.stringify(storedAttributes(attributes)),
-          false,
-          0,
-        );
-        entity = { id, updatedAt: 0 };
-        entities.set(entityKey, entity);
-      }
-      const key = seriesKeyString(entity.id, sample.series);
-      const id = this.series.get(key);
-      if (id !== undefined) {
-        sampleSeries.push(id);
-      } else {
-        // New in this batch: its id is drawn below, once for all samples of the series.
-        if (!missingKeys.has(key)) missing.push({ key, entity: entity.id, series: sample.series });
-        missingKeys.add(key);
-        sampleSeries.push(key);
-      }
-    }
-
-    if (missing.length > 0) {
-      const r = await this.writer.runAndReadAll("SELECT nextval('series_id_seq') FROM range($n)", {
-        n: missing.length,
-      });
-      const ids = r.getRowsJS().map(([id]) => Number(id));
-      const rows = missing.map((m, i) => {
-        const id = ids[i];
-        if (id === undefined) throw new Error("series id sequence returned too few values");
-        series.set(m.key, id);
-        const s = m.series;
-        return [id, m.entity, s.sampler, s.samplerType, s.dataview, s.row, s.column];
-      });
-      await this.append("series", [INTEGER, INTEGER, VARCHAR, VARCHAR, VARCHAR, VARCHAR, VARCHAR], rows);
-    }
-
-    const rows = batch.samples.map((sample, i) => {
-      const ref = sampleSeries[i];
-      const id = typeof ref === "number" ? ref : series.get(ref ?? "");
-      if (id === undefined) throw new Error("internal: a sample's series has no id");
-      // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
-      const value = sample.value !== null && Number.isFinite(sample.value) ? sample.value : null;
-      return [id, timestampTz(sample.at), value, sample.text];
-    });
-    await this.append("samples", [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR], rows);
-  }
-
-  /** Bulk-loads rows into `table` through the appender, one DataChunk per 2048 rows. */
-  private async append(
-    table: string,
-    types: readonly DuckDBType[],
-    rows: readonly DuckDBValue[][],
-  ): Promise<void> {
-    const appender: DuckDBAppender = await this.writer.createAppender(table);
-    try {
-      for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
-        const slice = rows.slice(start, start + CHUNK_ROWS);
-        const chunk = DuckDBDataChunk.create(types, slice.length);
-        types.forEach((_, column) => {
-          chunk.setColumnValues(
-            column,
-            slice.map((row) => row[column] ?? null),
-          );
-        });
-        appender.appendDataChunk(chunk);
-      }
-    } finally {
-      appender.closeSync();
+  /** Copies what a committed transaction learnt into the caches. */
+  private apply(pending: PendingChanges): void {
+    for (const [k, v] of pending.entities) this.entities.set(k, v);
+    for (const [k, v] of pending.series) this.series.set(k, v);
+    for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);
+    const span = pending.span;
+    if (span === null) return;
+    if (this.sampleSpan === null) this.sampleSpan = { ...span };
+    else {
+      this.sampleSpan.firstMs = Math.min(this.sampleSpan.firstMs, span.firstMs);
+      this.sampleSpan.lastMs = Math.max(this.sampleSpan.lastMs, span.lastMs);
     }
   }
 }

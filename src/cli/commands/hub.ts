@@ -1,0 +1,58 @@
+/** `vigil hub --config FILE [--store URL] [--bus URL] [--data-dir DIR] [--host HOST]` (DESIGN 1). */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { startHubService } from "../../compose/hub-service.js";
+import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
+import { loadSetupFile } from "../../config/load-setup.js";
+import { createLogger } from "../logger.js";
+import { runService } from "../run-service.js";
+import { ALL_INTERFACES } from "./hosts.js";
+
+interface HubCommandOptions {
+  config: string;
+  store?: string;
+  bus?: string;
+  dataDir: string;
+  host: string;
+  port?: string;
+  logLevel: string;
+}
+
+export function registerHub(program: Command): void {
+  program
+    .command("hub")
+    .description("the hub: stores published messages and serves the query API")
+    .requiredOption("--config <file>", "setup file (YAML): its hub section and sampler data schemas")
+    .option("--store <url>", "duckdb:PATH (default: vigil.duckdb in the data dir) or postgres://…")
+    .option("--bus <url>", "consume published messages from NATS JetStream at nats://HOST:PORT")
+    .option("--data-dir <dir>", "signing keys, dead-letter file, embedded store", DEFAULT_DATA_DIR)
+    .option("--host <host>", "address to listen on", ALL_INTERFACES)
+    .option("--port <port>", "port to listen on (default: hub.port of the setup)")
+    .option("--log-level <level>", "pino log level", "info")
+    .action(async (options: HubCommandOptions) => {
+      const logger = createLogger(options.logLevel);
+      const setup = loadSetupFile(options.config);
+      const dataDir = resolve(options.dataDir);
+      await runService({
+        logger,
+        config: { path: options.config, setup },
+        start: () =>
+          startHubService({
+            setup,
+            storeUrl: options.store ?? "",
+            ...(options.bus === undefined ? {} : { busUrl: options.bus }),
+            dataDir,
+            host: options.host,
+            ...(options.port === undefined ? {} : { port: parsePort(options.port) }),
+            logger,
+          }),
+      });
+    });
+}
+
+/** A TCP port from the command line; a clear error otherwise. */
+export function parsePort(text: string): number {
+  const port = Number(text);
+  if (!/^\d{1,5}$/.test(text) || port > 65535) throw new Error(`--port must be 0–65535, not '${text}'`);
+  return port;
+}

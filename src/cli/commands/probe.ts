@@ -1,0 +1,55 @@
+/**
+ * `vigil probe (--gateway URL | --config FILE) --name NAME [--host HOST]` (DESIGN 1). With
+ * `--gateway` the probe takes its part of the setup from the gateway; with `--config` it reads it
+ * from the file (and listens at once) and links to `--gateway`, or to the setup's gateway port on
+ * this host when `--gateway` is not given.
+ */
+import type { Command } from "commander";
+import { startProbeService } from "../../compose/probe-service.js";
+import { DEFAULT_GATEWAY_PORT } from "../../config/defaults.js";
+import { loadSetupFile } from "../../config/load-setup.js";
+import { webSocketConnector } from "../../link/websocket.js";
+import { createLogger } from "../logger.js";
+import { runService } from "../run-service.js";
+import { ALL_INTERFACES } from "./hosts.js";
+
+interface ProbeCommandOptions {
+  gateway?: string;
+  config?: string;
+  name: string;
+  host: string;
+  logLevel: string;
+}
+
+export function registerProbe(program: Command): void {
+  program
+    .command("probe")
+    .description("a probe: rest-api samplers taking pushed data, linked to a gateway")
+    .requiredOption("--name <name>", "the probe's name in the setup")
+    .option("--gateway <url>", "the gateway to link to, e.g. http://gateway-host:7039")
+    .option("--config <file>", "read the probe's setup from this file instead of the gateway")
+    .option("--host <host>", "address to listen on", ALL_INTERFACES)
+    .option("--log-level <level>", "pino log level", "info")
+    .action(async (options: ProbeCommandOptions) => {
+      if (options.gateway === undefined && options.config === undefined) {
+        throw new Error("vigil probe needs --gateway URL (setup from the gateway) or --config FILE");
+      }
+      const logger = createLogger(options.logLevel);
+      const setup = options.config === undefined ? undefined : loadSetupFile(options.config);
+      const gateway = options.gateway ?? `http://127.0.0.1:${setup?.gateway.port ?? DEFAULT_GATEWAY_PORT}`;
+      await runService({
+        logger,
+        ...(setup === undefined || options.config === undefined
+          ? {}
+          : { config: { path: options.config, setup } }),
+        start: () =>
+          startProbeService({
+            name: options.name,
+            link: webSocketConnector(gateway),
+            ...(setup === undefined ? {} : { setup }),
+            host: options.host,
+            logger,
+          }),
+      });
+    });
+}

@@ -1,0 +1,83 @@
+/**
+ * The hub as a running service (DESIGN 1 `vigil hub`, and the hub inside `vigil up`): store from
+ * its URL, consumer from the bus URL (NATS JetStream) or the in-process bus, HTTP on host:port.
+ */
+import type { Logger } from "pino";
+import type { BusConsumer } from "../bus/bus.js";
+import type { MemoryBus } from "../bus/memory-bus.js";
+import { createNatsConsumer } from "../bus/nats/nats-consumer.js";
+import { DEFAULT_NATS_STREAM, DEFAULT_NATS_SUBJECT_PREFIX } from "../config/defaults.js";
+import type { Setup } from "../config/setup.js";
+import { buildHub } from "../hub/app.js";
+import { openStore } from "../hub/store/open-store.js";
+import type { RunningService } from "./service.js";
+
+export interface HubServiceOptions {
+  readonly setup: Setup;
+  /** `duckdb:PATH` (default: the data dir's file) or `postgres://…`. */
+  readonly storeUrl: string;
+  /** `nats://HOST:PORT` to consume from NATS JetStream; absent with `memoryBus`, or backfill only. */
+  readonly busUrl?: string;
+  readonly memoryBus?: MemoryBus;
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port?: number;
+  readonly logger: Logger;
+}
+
+/**
+ * The JetStream stream and subject prefix a hub consumes: those of the setup's `nats` publish
+ * target when it has one (one file describes the deployment), else the defaults VIGIL / vigil.
+ */
+export function natsNames(setup: Setup): { stream: string; subjectPrefix: string } {
+  const target = setup.gateway.publish.find((p) => p.kind === "nats");
+  return target?.kind === "nats"
+    ? { stream: target.stream, subjectPrefix: target.subjectPrefix }
+    : { stream: DEFAULT_NATS_STREAM, subjectPrefix: DEFAULT_NATS_SUBJECT_PREFIX };
+}
+
+/** Opens the store, starts consuming and listens; resolves once the hub serves. */
+export async function startHubService(options: HubServiceOptions): Promise<RunningService> {
+  const { setup, logger } = options;
+  const store = await openStore(options.storeUrl, options.dataDir, {
+    maxSeriesPerEntity: setup.hub.maxSeriesPerEntity,
+  });
+  let consumer: BusConsumer | undefined = options.memoryBus;
+  if (options.busUrl !== undefined) {
+    if (!/^nats:\/\//i.test(options.busUrl)) {
+      await store.close();
+      throw new Error(`--bus takes a NATS URL (nats://HOST:PORT), not '${options.busUrl}'`);
+    }
+    consumer = createNatsConsumer({
+      url: options.busUrl,
+      ...natsNames(setup),
+      logger: logger.child({ component: "hub" }),
+    });
+  }
+  const hub = await buildHub({
+    setup,
+    store,
+    ...(consumer === undefined ? {} : { consumer }),
+    logger,
+    dataDir: options.dataDir,
+  });
+  let url: string;
+  try {
+    url = await hub.start(options.port ?? setup.hub.port, options.host);
+  } catch (error) {
+    await hub.stop(0).catch(() => undefined);
+    throw error;
+  }
+  logger.info({ service: "hub", url }, "listening");
+  let current = setup;
+  return {
+    urls: { hub: url },
+    reload(next) {
+      if (JSON.stringify(next.hub) !== JSON.stringify(current.hub)) {
+        logger.warn("hub settings changed; they take effect when the hub restarts");
+      }
+      current = next;
+    },
+    stop: (deadlineMs) => hub.stop(deadlineMs),
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * The setup's JSON Schema checks (DESIGN 2): runs ajv over the data with every error collected
+ * (`allErrors`) and turns each ajv error into an issue a person can act on: the path of the key,
+ * what was expected, and the nearest allowed name when one is close ("did you mean 'rowLimit'?",
+ * STYLE 11). What the schema cannot say is checked in `setup-cross-checks.ts`.
+ */
+import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
+import { isRecord, nearest, type RawIssue, type Segment } from "./setup-issues.js";
+import { SETUP_SCHEMA } from "./setup-schema.js";
+
+let compiled: ReturnType<Ajv2020["compile"]> | undefined;
+
+function validator(): ReturnType<Ajv2020["compile"]> {
+  if (compiled === undefined) {
+    const ajv = new Ajv2020({ allErrors: true, verbose: true, allowUnionTypes: true, strict: true });
+    compiled = ajv.compile(SETUP_SCHEMA);
+  }
+  return compiled;
+}
+
+/** Keys of each sampler plug-in's schema, to say "'keywords' belongs to fkm samplers". */
+const PLUGIN_KEYS: ReadonlyMap<string, readonly string[]> = new Map(
+  SETUP_SCHEMA.properties.probes.items.properties.managedEntities.items.properties.samplers.items.allOf.map(
+    (branch) => [branch.then.properties.plugin.const, Object.keys(branch.then.properties)] as const,
+  ),
+);
+
+/**
+ * Every way `data` breaks the setup schema, one issue per ajv error (the failing `if` of a sampler
+ * or publish sink is left out: its `then` branch reports the details). [] when the data fits.
+ */
+export function schemaIssues(data: unknown): RawIssue[] {
+  const validate = validator();
+  if (validate(data)) return [];
+  return (validate.errors ?? [])
+    .filter((error) => error.keyword !== "if") // the failing `then` branch reports the details
+    .map((error) => schemaIssue(error, data));
+}
+
+function schemaIssue(error: ErrorObject, data: unknown): RawIssue {
+  const segments = pointerSegments(error.instancePath, data);
+  const params = error.params as Record<string, unknown>;
+  const parent = isRecord(error.parentSchema) ? error.parentSchema : {};
+  const value: unknown = error.data;
+
+  switch (error.keyword) {
+    case "additionalProperties": {
+      const key = String(params.additionalProperty);
+      const known = isRecord(parent.properties) ? Object.keys(parent.properties) : [];
+      return { segments: [...segments, key], message: unknownKeyMessage(key, known, parent), atKey: true };
+    }
+    case "required": {
+      const key = String(params.missingProperty);
+      return { segments: [...segments, key], message: `required key '${key}' is missing; add it` };
+    }
+    case "type": {
+      const expected = String(params.type)
+        .split(",")
+        .map((t) => TYPE_NAMES[t] ?? t)
+        .join(" or ");
+      const hint =
+        String(params.type) === "string" && (typeof value === "number" || typeof value === "boolean")
+          ? `; put it in quotes ("${String(value)}") to keep it as text`
+          : typeof parent.description === "string"
+            ? ` (${parent.description})`
+            : "";
+      return { segments, message: `expected ${expected}, got ${describe(value)}${hint}` };
+    }
+    case "enum":
+    case "const": {
+      const allowed = error.keyword === "enum" ? (params.allowedValues as unknown[]) : [params.allowedValue];
+      const names = allowed.map(String);
+      // With a single allowed value, "use 'memory'" already is the suggestion.
+      const suggestion = typeof value === "string" && names.length > 1 ? nearest(value, names) : undefined;
+      return {
+        segments,
+        message:
+          `${describe(value)} is not allowed; use ${names.map((n) => `'${n}'`).join(", ")}` +
+          (suggestion === undefined ? "" : `; did you mean '${suggestion}'?`),
+      };
+    }
+    case "minimum":
+    case "maximum":
+    case "exclusiveMinimum":
+    case "exclusiveMaximum":
+      return { segments, message: `${describe(value)} is out of range; ${rangeText(parent)}` };
+    case "minLength":
+      return { segments, message: "must not be empty" };
+    case "minItems":
+      return { segments, message: `needs at least ${String(params.limit)} item(s)` };
+    case "minProperties":
+    case "maxProperties": {
+      const keys = isRecord(parent.properties) ? Object.keys(parent.properties) : [];
+      return { segments, message: `needs exactly one of the keys ${keys.map((k) => `'${k}'`).join(", ")}` };
+    }
+    case "propertyNames":
+      return { segments, message: "keys must not be empty" };
+    case "pattern": {
+      const what =
+        typeof parent.description === "string" ? parent.description : `text matching ${params.pattern}`;
+      return { segments, message: `${describe(value)} is not valid here; expected ${what}` };
+    }
+    default:
+      return { segments, message: error.message ?? `fails the '${error.keyword}' rule of the setup schema` };
+  }
+}
+
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  string: "a string",
+  number: "a number",
+  integer: "an integer",
+  boolean: "true or false",
+  object: "a mapping (key: value)",
+  array: "a list",
+  null: "nothing",
+};
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return "an empty value";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  if (typeof value === "string") return `'${value}'`;
+  return String(value);
+}
+
+function rangeText(schema: Record<string, unknown>): string {
+  const low =
+    typeof schema.minimum === "number"
+      ? `at least ${schema.minimum}`
+      : typeof schema.exclusiveMinimum === "number"
+        ? `greater than ${schema.exclusiveMinimum}`
+        : undefined;
+  const high =
+    typeof schema.maximum === "number"
+      ? `at most ${schema.maximum}`
+      : typeof schema.exclusiveMaximum === "number"
+        ? `less than ${schema.exclusiveMaximum}`
+        : undefined;
+  const unit = typeof schema.description === "string" ? ` (${schema.description})` : "";
+  return `must be ${[low, high].filter((s) => s !== undefined).join(" and ")}${unit}`;
+}
+
+function unknownKeyMessage(key: string, known: readonly string[], parent: Record<string, unknown>): string {
+  const suggestion = nearest(key, known);
+  if (suggestion !== undefined) return `unknown key '${key}'; did you mean '${suggestion}'?`;
+  const plugin =
+    isRecord(parent.properties) && isRecord(parent.properties.plugin)
+      ? parent.properties.plugin.const
+      : undefined;
+  if (typeof plugin === "string") {
+    for (const [other, keys] of PLUGIN_KEYS) {
+      if (other !== plugin && keys.includes(key)) {
+        return `unknown key '${key}': it belongs to ${other} samplers, not ${plugin} ones; remove it or set plugin: ${other}`;
+      }
+    }
+  }
+  return `unknown key '${key}'; remove it (allowed keys: ${known.join(", ")})`;
+}
+
+/** Turns ajv's JSON Pointer into segments, using the data to tell array indexes from keys. */
+function pointerSegments(pointer: string, data: unknown): Segment[] {
+  if (pointer === "") return [];
+  const segments: Segment[] = [];
+  let node: unknown = data;
+  for (const encoded of pointer.slice(1).split("/")) {
+    const key = encoded.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (Array.isArray(node)) {
+      const index = Number(key);
+      segments.push(index);
+      node = node[index];
+    } else {
+      segments.push(key);
+      node = isRecord(node) ? node[key] : undefined;
+    }
+  }
+  return segments;
+}

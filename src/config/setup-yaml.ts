@@ -1,0 +1,90 @@
+/**
+ * Reading the setup's YAML text (DESIGN 2) while keeping the positions: the data goes to the
+ * checks, and each issue they find is placed back on the line and column of the key or value it
+ * names, so `vigil validate` can say "(line 3, column 3)".
+ */
+import { type Document, isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import { formatPath, type RawIssue, type Segment, SetupError, type SetupIssue } from "./setup-issues.js";
+
+/** The YAML as data, with a way back from a path in the data to a place in the text. */
+export interface SetupYaml {
+  /** The document as plain data: mappings are objects, sequences arrays; null for an empty document. */
+  readonly data: unknown;
+  /** The issue with its path prefixed (`setup.yaml:probes[0].name`) and its line and column, when found. */
+  locate(issue: RawIssue): SetupIssue;
+}
+
+/**
+ * Parses YAML text into data and a locator. Duplicate keys are errors (`uniqueKeys`), and the yaml
+ * library's default alias limit refuses "billion laughs" documents. `source` (a file name), when
+ * given, prefixes every issue path (`setup.yaml:gateway.prot`, or just `setup.yaml` for the whole
+ * file). Throws a `SetupError` listing every syntax error with its line and column, or the reason
+ * the document cannot be turned into data.
+ */
+export function readSetupYaml(yamlText: string, source?: string): SetupYaml {
+  const prefix = (inner: string): string =>
+    source === undefined ? inner : inner ? `${source}:${inner}` : source;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(yamlText, { lineCounter, prettyErrors: false, uniqueKeys: true });
+
+  if (doc.errors.length > 0) {
+    throw new SetupError(
+      doc.errors.map((error) => {
+        const { line, col } = lineCounter.linePos(error.pos[0]);
+        return {
+          path: prefix(""),
+          message: `YAML syntax error at line ${line}, column ${col}: ${error.message}`,
+          line,
+          column: col,
+        };
+      }),
+    );
+  }
+
+  let data: unknown;
+  try {
+    data = doc.toJS(); // the default alias limit guards against "billion laughs" documents
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new SetupError([{ path: prefix(""), message: `the YAML cannot be read: ${reason}` }], { cause });
+  }
+
+  return {
+    data,
+    locate(issue) {
+      const offset = offsetOf(doc, issue.segments, issue.atKey === true);
+      const base = { path: prefix(formatPath(issue.segments)), message: issue.message };
+      if (offset === undefined) return base;
+      const { line, col } = lineCounter.linePos(offset);
+      return { ...base, line, column: col };
+    },
+  };
+}
+
+/** Offset in the YAML text of the deepest node on `segments` (the key itself when `atKey`). */
+function offsetOf(doc: Document, segments: readonly Segment[], atKey: boolean): number | undefined {
+  let node: unknown = doc.contents;
+  let offset = rangeStart(node);
+  for (const [i, segment] of segments.entries()) {
+    if (isAlias(node)) node = node.resolve(doc);
+    if (isMap(node)) {
+      const pair = node.items.find((p) => String(isScalar(p.key) ? p.key.value : p.key) === String(segment));
+      if (pair === undefined) return offset;
+      const last = i === segments.length - 1;
+      const keyOffset = rangeStart(pair.key);
+      if (last && atKey) return keyOffset ?? offset;
+      node = pair.value;
+      offset = rangeStart(node) ?? keyOffset ?? offset;
+    } else if (isSeq(node) && typeof segment === "number") {
+      node = node.items[segment];
+      offset = rangeStart(node) ?? offset;
+    } else {
+      return offset;
+    }
+  }
+  return offset;
+}
+
+function rangeStart(node: unknown): number | undefined {
+  return isNode(node) ? node.range?.[0] : undefined;
+}

@@ -1,0 +1,425 @@
+/**
+ * The gateway's side of the probe link (DESIGN 1 "probe link" and "Hand-offs", DESIGN 4.3).
+ *
+ * Each link starts with the probe's `hello`: a probe of another protocol version or one the setup
+ * does not name is refused with an `error` frame and closed; otherwise it gets `welcome` with its
+ * part of the setup, and a newer link of the same probe replaces an older one. Every batch the
+ * probe sends (`state`, then `changes`) is validated, applied to the hierarchy, and its messages
+ * handed to the publisher at once; the batch is acknowledged only when the publisher is ready and
+ * the gateway's memory is below its protection threshold, so a slow sink slows the probe down.
+ * A link silent for 3 heartbeat intervals is lost; a lost link, like `bye`, publishes the probe
+ * with `ConState: Down`. A frame that breaks the protocol closes its link with a logged reason.
+ */
+import type { Logger } from "pino";
+import {
+  LINK_BATCH_CHANGES,
+  LINK_CREDIT_BATCHES,
+  LINK_HEARTBEAT_MS,
+  MEMORY_CHECK_INTERVAL_MS,
+} from "../config/defaults.js";
+import type { Setup } from "../config/setup.js";
+import type { MemoryProtection } from "../http/memory-protection.js";
+import {
+  CLOSE_GOING_AWAY,
+  CLOSE_HEARTBEAT_TIMEOUT,
+  CLOSE_NORMAL,
+  CLOSE_POLICY,
+  CLOSE_PROTOCOL_ERROR,
+  type GatewayFrame,
+  LINK_PROTOCOL_VERSION,
+  type LinkErrorCode,
+  type ProbeFrame,
+  probeLimits,
+} from "../link/protocol.js";
+import type { LinkClose, LinkEnd } from "../link/transport.js";
+import { type FrameBounds, FrameError, frameBounds, parseProbeFrame } from "../link/validate.js";
+import type { PublicV2Message } from "../messages/types.js";
+import type { Hierarchy } from "./hierarchy.js";
+
+/** What the link server needs of the publisher (the lead's `Publisher` has it). */
+export interface LinkPublisher {
+  publish(messages: readonly PublicV2Message[]): void;
+  readonly ready: boolean;
+  whenReady(): Promise<void>;
+}
+
+export interface LinkServerOptions {
+  readonly setup: () => Setup;
+  readonly hierarchy: Hierarchy;
+  readonly publisher: LinkPublisher;
+  readonly memory: MemoryProtection;
+  readonly logger: Logger;
+  /** Default LINK_HEARTBEAT_MS. */
+  readonly heartbeatMs?: number;
+  /** Default LINK_CREDIT_BATCHES. */
+  readonly creditBatches?: number;
+  /** Default LINK_BATCH_CHANGES. */
+  readonly maxBatchChanges?: number;
+}
+
+/** One link on the status page (`GET /v1/status`). */
+export interface LinkStatus {
+  readonly probe: string | undefined;
+  readonly remote: string;
+  readonly state: "handshake" | "syncing" | "up";
+  readonly connectedAt: string;
+  /** Batches received and not acknowledged yet, of `credit`. */
+  readonly unacknowledged: number;
+  readonly credit: number;
+  readonly batches: number;
+  readonly changes: number;
+  readonly rejectedChanges: number;
+  /** Changes the probe coalesced into a state since it started (as it said in `hello`). */
+  readonly coalesced: number;
+  /** True while acknowledgements wait for the publisher or for memory. */
+  readonly waiting: boolean;
+}
+
+interface Session {
+  readonly end: LinkEnd;
+  readonly connectedAt: number;
+  probe: string | undefined;
+  phase: "handshake" | "syncing" | "up";
+  closed: boolean;
+  /** Set when the session ended with `bye` or was replaced: no Down from its close. */
+  quiet: boolean;
+  expectedSeq: number;
+  unacknowledged: number;
+  acks: Promise<void>;
+  waiting: boolean;
+  lastReceived: number;
+  timer: NodeJS.Timeout | undefined;
+  batches: number;
+  changes: number;
+  rejectedChanges: number;
+  coalesced: number;
+}
+
+/** Accepts and runs the probe links of one gateway (see the file comment). */
+export class LinkServer {
+  private readonly sessions = new Set<Session>();
+  private readonly byProbe = new Map<string, Session>();
+  private readonly log: Logger;
+  private readonly heartbeatMs: number;
+  private readonly credit: number;
+  private readonly maxBatchChanges: number;
+  private accepting = true;
+  private bounds: FrameBounds;
+
+  constructor(private readonly options: LinkServerOptions) {
+    this.log = options.logger.child({ component: "link-server" });
+    this.heartbeatMs = options.heartbeatMs ?? LINK_HEARTBEAT_MS;
+    this.credit = options.creditBatches ?? LINK_CREDIT_BATCHES;
+    this.maxBatchChanges = options.maxBatchChanges ?? LINK_BATCH_CHANGES;
+    this.bounds = frameBounds(probeLimits(options.setup().gateway), this.maxBatchChanges);
+  }
+
+  /** Takes a new link (from the WebSocket upgrade or an in-process connector). */
+  accept(end: LinkEnd): void {
+    if (!this.accepting) {
+      this.send(end, { type: "error", code: "SHUTTING_DOWN", message: "the gateway is stopping" });
+      end.close(CLOSE_GOING_AWAY, "gateway stopping");
+      return;
+    }
+    const session: Session = {
+      end,
+      connectedAt: Date.now(),
+      probe: undefined,
+      phase: "handshake",
+      closed: false,
+      quiet: false,
+      expectedSeq: 1,
+      unacknowledged: 0,
+      acks: Promise.resolve(),
+      waiting: false,
+      lastReceived: Date.now(),
+      timer: undefined,
+      batches: 0,
+      changes: 0,
+      rejectedChanges: 0,
+      coalesced: 0,
+    };
+    this.sessions.add(session);
+    session.timer = setInterval(() => this.beat(session), this.heartbeatMs);
+    end.listen({
+      frame: (value) => this.receive(session, value),
+      close: (info) => this.closed(session, info),
+    });
+  }
+
+  /**
+   * A new setup: connected probes get their part (`setup` frame) when it changed; links of probes
+   * no longer in the setup are refused (`UNKNOWN_PROBE`) and closed.
+   */
+  updateSetup(before: Setup, after: Setup): void {
+    const limitsBefore = JSON.stringify(probeLimits(before.gateway));
+    const limits = probeLimits(after.gateway);
+    const limitsChanged = JSON.stringify(limits) !== limitsBefore;
+    this.bounds = frameBounds(limits, this.maxBatchChanges);
+    for (const [probe, session] of this.byProbe) {
+      const next = after.probes.find((p) => p.name === probe);
+      if (next === undefined) {
+        this.refuse(session, "UNKNOWN_PROBE", `probe '${probe}' is no longer in the gateway's setup`);
+        continue;
+      }
+      const previous = before.probes.find((p) => p.name === probe);
+      if (limitsChanged || JSON.stringify(previous) !== JSON.stringify(next)) {
+        this.send(session.end, { type: "setup", setup: next, limits });
+      }
+    }
+  }
+
+  status(): LinkStatus[] {
+    return [...this.sessions].map((s) => ({
+      probe: s.probe,
+      remote: s.end.remote,
+      state: s.phase,
+      connectedAt: new Date(s.connectedAt).toISOString(),
+      unacknowledged: s.unacknowledged,
+      credit: this.credit,
+      batches: s.batches,
+      changes: s.changes,
+      rejectedChanges: s.rejectedChanges,
+      coalesced: s.coalesced,
+      waiting: s.waiting,
+    }));
+  }
+
+  /**
+   * Stops taking links; waits (up to `deadlineMs`) for the acknowledgements in progress, then
+   * closes every link with "going away" (probes reconnect to the next gateway run).
+   */
+  async close(deadlineMs: number): Promise<void> {
+    this.accepting = false;
+    const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+    await Promise.race([Promise.all([...this.sessions].map((s) => s.acks)), deadline]);
+    for (const session of [...this.sessions]) {
+      session.quiet = true;
+      this.send(session.end, { type: "error", code: "SHUTTING_DOWN", message: "the gateway is stopping" });
+      session.end.close(CLOSE_GOING_AWAY, "gateway stopping");
+      this.forget(session);
+    }
+  }
+
+  private receive(session: Session, value: unknown): void {
+    if (session.closed) return;
+    session.lastReceived = Date.now();
+    // A probe of another version may say hello in a shape this version does not know.
+    const head = value as { type?: unknown; version?: unknown } | null;
+    if (
+      session.phase === "handshake" &&
+      head?.type === "hello" &&
+      typeof head.version === "number" &&
+      head.version !== LINK_PROTOCOL_VERSION
+    ) {
+      this.refuse(
+        session,
+        "VERSION_MISMATCH",
+        `this gateway speaks probe link protocol version ${LINK_PROTOCOL_VERSION}, the probe ${String(head.version)}; run the same vigil version on both`,
+      );
+      return;
+    }
+    let frame: ProbeFrame;
+    try {
+      frame = parseProbeFrame(value, this.bounds);
+    } catch (error) {
+      if (!(error instanceof FrameError)) throw error;
+      this.protocolError(session, error.message);
+      return;
+    }
+    if (session.phase === "handshake") {
+      if (frame.type !== "hello") {
+        this.protocolError(session, `expected hello, got ${frame.type}`);
+        return;
+      }
+      this.hello(session, frame);
+      return;
+    }
+    const probe = session.probe as string;
+    switch (frame.type) {
+      case "hello":
+        this.protocolError(session, "a second hello");
+        return;
+      case "heartbeat":
+        return;
+      case "parameters":
+        this.options.publisher.publish(
+          this.options.hierarchy.parameters(probe, frame.parameters, Date.now()),
+        );
+        return;
+      case "bye":
+        this.log.info({ probe, reason: frame.reason }, "probe said bye");
+        session.quiet = true;
+        this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
+        session.end.close(CLOSE_NORMAL, "bye");
+        return;
+      case "state":
+      case "changes":
+        this.batch(session, probe, frame);
+        return;
+    }
+  }
+
+  private hello(session: Session, frame: Extract<ProbeFrame, { type: "hello" }>): void {
+    const probeSetup = this.options.hierarchy.probeSetup(frame.probe);
+    if (probeSetup === undefined) {
+      this.refuse(session, "UNKNOWN_PROBE", `the gateway's setup has no probe named '${frame.probe}'`);
+      return;
+    }
+    const previous = this.byProbe.get(frame.probe);
+    if (previous !== undefined) {
+      this.log.warn(
+        { probe: frame.probe, remote: session.end.remote },
+        "a new link replaces the probe's old one",
+      );
+      previous.quiet = true;
+      this.refuse(previous, "REPLACED", "a newer link of this probe replaced this one");
+    }
+    session.probe = frame.probe;
+    session.phase = "syncing";
+    session.coalesced = frame.coalesced;
+    this.byProbe.set(frame.probe, session);
+    this.options.hierarchy.hello(frame.probe, frame.parameters, frame.resumed);
+    this.send(session.end, {
+      type: "welcome",
+      version: LINK_PROTOCOL_VERSION,
+      gateway: this.options.setup().gateway.name,
+      setup: probeSetup,
+      limits: probeLimits(this.options.setup().gateway),
+      credit: this.credit,
+      maxBatchChanges: this.maxBatchChanges,
+      heartbeatMs: this.heartbeatMs,
+    });
+    this.log.info({ probe: frame.probe, remote: session.end.remote }, "probe link up");
+  }
+
+  private batch(
+    session: Session,
+    probe: string,
+    frame: Extract<ProbeFrame, { type: "state" }> | Extract<ProbeFrame, { type: "changes" }>,
+  ): void {
+    if (frame.seq !== session.expectedSeq) {
+      this.protocolError(session, `batch ${frame.seq} where ${session.expectedSeq} was due`);
+      return;
+    }
+    if (session.unacknowledged >= this.credit) {
+      this.protocolError(session, `more than ${this.credit} batches unacknowledged`);
+      return;
+    }
+    if (frame.type === "state" && session.phase !== "syncing") {
+      this.protocolError(session, "a state after the state was complete");
+      return;
+    }
+    if (frame.type === "changes" && session.phase !== "up") {
+      this.protocolError(session, "changes before the state was complete");
+      return;
+    }
+    session.expectedSeq += 1;
+    session.unacknowledged += 1;
+    session.batches += 1;
+    const now = Date.now();
+    const hierarchy = this.options.hierarchy;
+    const applied =
+      frame.type === "state"
+        ? hierarchy.state(probe, frame.items, frame.last, now)
+        : hierarchy.changes(probe, frame.changes, now);
+    if (frame.type === "state" && frame.last) session.phase = "up";
+    session.changes += frame.type === "state" ? frame.items.length : frame.changes.length;
+    if (applied.rejected > 0) {
+      session.rejectedChanges += applied.rejected;
+      this.log.warn(
+        { probe, rejected: applied.rejected, seq: frame.seq },
+        "changes for items outside the probe's setup or beyond its bounds were refused",
+      );
+    }
+    this.options.publisher.publish(applied.messages);
+    session.acks = session.acks.then(() => this.ack(session, frame.seq));
+  }
+
+  /** Acknowledges a batch once the publisher has room and memory is below its threshold. */
+  private async ack(session: Session, seq: number): Promise<void> {
+    const { publisher, memory } = this.options;
+    session.waiting = true;
+    try {
+      while (!session.closed) {
+        if (!publisher.ready) {
+          await publisher.whenReady();
+          continue;
+        }
+        if (memory.over()) {
+          await new Promise((resolve) => setTimeout(resolve, MEMORY_CHECK_INTERVAL_MS));
+          continue;
+        }
+        break;
+      }
+    } catch (error) {
+      this.log.error({ err: error, probe: session.probe }, "waiting for the publisher failed");
+    } finally {
+      session.waiting = false;
+    }
+    if (session.closed) return;
+    session.unacknowledged -= 1;
+    this.send(session.end, { type: "ack", seq });
+  }
+
+  private beat(session: Session): void {
+    if (session.closed) return;
+    const silent = Date.now() - session.lastReceived;
+    if (silent > 3 * this.heartbeatMs) {
+      this.log.warn(
+        { probe: session.probe, silentMs: silent },
+        "probe link silent for 3 heartbeats; taken as lost",
+      );
+      session.end.close(CLOSE_HEARTBEAT_TIMEOUT, "heartbeat timeout");
+      return;
+    }
+    this.send(session.end, { type: "heartbeat" });
+  }
+
+  private refuse(session: Session, code: LinkErrorCode, message: string): void {
+    this.log.warn(
+      { probe: session.probe, remote: session.end.remote, code, reason: message },
+      "probe link refused",
+    );
+    this.send(session.end, { type: "error", code, message });
+    session.end.close(code === "REPLACED" ? CLOSE_NORMAL : CLOSE_POLICY, message);
+    if (code !== "REPLACED") this.forget(session);
+    else this.forget(session, false);
+  }
+
+  private protocolError(session: Session, reason: string): void {
+    this.log.warn(
+      { probe: session.probe, remote: session.end.remote, reason },
+      "probe link protocol error; closing",
+    );
+    this.send(session.end, { type: "error", code: "PROTOCOL_ERROR", message: reason });
+    session.end.close(CLOSE_PROTOCOL_ERROR, reason.slice(0, 100));
+  }
+
+  private closed(session: Session, info: LinkClose): void {
+    if (session.closed) return;
+    const probe = session.probe;
+    const current = probe !== undefined && this.byProbe.get(probe) === session;
+    this.forget(session);
+    if (probe !== undefined && current && !session.quiet) {
+      this.log.warn({ probe, code: info.code, reason: info.reason }, "probe link lost");
+      this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
+    } else {
+      this.log.info({ probe, code: info.code, reason: info.reason }, "probe link closed");
+    }
+  }
+
+  /** Ends a session's bookkeeping (timers, maps). */
+  private forget(session: Session, unmap = true): void {
+    session.closed = true;
+    if (session.timer !== undefined) clearInterval(session.timer);
+    this.sessions.delete(session);
+    if (unmap && session.probe !== undefined && this.byProbe.get(session.probe) === session) {
+      this.byProbe.delete(session.probe);
+    }
+  }
+
+  private send(end: LinkEnd, frame: GatewayFrame): void {
+    end.send(frame);
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * The `nats` publish target (DESIGN 2 `gateway.publish`, 4.3 "Topics", 5.5 "Bus"): each envelope
+ * goes to JetStream on `<subjectPrefix>.<topic>` as the JSON of its public-v2 message, with the
+ * envelope id as `Nats-Msg-Id`, so a batch sent again after a failure is stored once within the
+ * stream's duplicate window (and the hub de-duplicates on the id beyond it).
+ *
+ * A batch is pipelined (every publish started, then every acknowledgement awaited, each bounded by
+ * a timeout) and resolves only when JetStream acknowledged all of it; any failure rejects and the
+ * {@link SinkChannel} in front sends the batch again with back-off. NATS being down never throws at
+ * construction and never piles data up in the client: while the connection is down, a publish
+ * waits at most the publish timeout for it to come back, then rejects without sending anything.
+ */
+import { type JetStreamClient, jetstream, jetstreamManager, type PubAck } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { Envelope } from "../../bus/envelope.js";
+import { NatsLink } from "../../bus/nats/nats-connect.js";
+import {
+  checkNatsNames,
+  displayUrl,
+  ensureStream,
+  NATS_PUBLISH_TIMEOUT_MS,
+  subjectOf,
+} from "../../bus/nats/nats-stream.js";
+import type { Sink } from "./sink.js";
+
+/** Room kept under the server's max_payload for the protocol's header framing. */
+const HEADER_FRAMING_BYTES = 64; // bytes
+
+export interface NatsSinkOptions {
+  /** `nats://HOST:PORT`. */
+  readonly url: string;
+  /** JetStream stream name (default in setup: `VIGIL`). */
+  readonly stream: string;
+  /** Subjects are `<subjectPrefix>.entities|metrics|events` (default in setup: `vigil`). */
+  readonly subjectPrefix: string;
+  readonly logger: Logger;
+  /** Longest wait for one acknowledgement, and for a lost connection; default 5 s. */
+  readonly publishTimeoutMs?: number;
+  /** Duplicate window of a stream this sink creates; default 2 min. */
+  readonly duplicateWindowMs?: number;
+  /** First and largest delay between two first-connection attempts; defaults 100 ms and 5 s. */
+  readonly retryInitialMs?: number;
+  readonly retryMaxMs?: number;
+}
+
+/** Counters of a NATS sink, for the gateway's status. */
+export interface NatsSinkStats {
+  /** Messages JetStream acknowledged (duplicates included). */
+  readonly acknowledged: number;
+  /** Acknowledged as duplicates: stored earlier, within the duplicate window. */
+  readonly duplicates: number;
+  /** Messages larger than the server's max_payload, dropped with an error log line each. */
+  readonly droppedTooLarge: number;
+}
+
+export class NatsSink implements Sink {
+  readonly name: string;
+  private readonly options: NatsSinkOptions;
+  private readonly log: Logger;
+  private readonly link: NatsLink;
+  private readonly timeoutMs: number;
+  private readonly encoder = new TextEncoder();
+  /** The JetStream client of the connection the stream was last checked on. */
+  private js: JetStreamClient | undefined;
+  private jsOf: NatsConnection | undefined;
+  private closed = false;
+  private acknowledged = 0;
+  private duplicates = 0;
+  private droppedTooLarge = 0;
+
+  constructor(options: NatsSinkOptions) {
+    checkNatsNames(options.url, options.stream, options.subjectPrefix);
+    this.options = options;
+    this.name = `nats:${displayUrl(options.url)}/${options.stream}`;
+    this.log = options.logger.child({ sink: this.name });
+    this.timeoutMs = options.publishTimeoutMs ?? NATS_PUBLISH_TIMEOUT_MS;
+    this.link = new NatsLink({
+      url: options.url,
+      name: "vigil-gateway",
+      logger: this.log,
+      ...(options.retryInitialMs === undefined ? {} : { retryInitialMs: options.retryInitialMs }),
+      ...(options.retryMaxMs === undefined ? {} : { retryMaxMs: options.retryMaxMs }),
+    });
+  }
+
+  /**
+   * Publishes the batch and resolves once JetStream acknowledged every message (DESIGN 1
+   * "Hand-offs"); rejects when the connection stays down past the publish timeout, when the stream
+   * cannot be created or does not capture the subjects, or when any acknowledgement fails or times
+   * out. The stream is checked again after a failure (it may have been deleted meanwhile).
+   */
+  async publish(batch: readonly Envelope[]): Promise<void> {
+    if (this.closed) throw new Error(`the publish target ${this.name} is closed`);
+    if (batch.length === 0) return;
+    try {
+      const nc = await this.link.whenUp(this.timeoutMs);
+      const js = await this.ready(nc);
+      const maxPayload = nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
+      const acks: Promise<PubAck>[] = [];
+      for (const envelope of batch) {
+        const payload = this.encoder.encode(JSON.stringify(envelope.message));
+        if (payload.length + envelope.id.length + HEADER_FRAMING_BYTES > maxPayload) {
+          this.dropTooLarge(envelope, payload.length, maxPayload);
+          continue;
+        }
+        acks.push(
+          js.publish(subjectOf(this.options.subjectPrefix, envelope.topic), payload, {
+            msgID: envelope.id,
+            timeout: this.timeoutMs,
+          }),
+        );
+      }
+      // Every publish is settled before the batch's fate is told, so a retry never overlaps it.
+      const results = await Promise.allSettled(acks);
+      let failed = 0;
+      let firstError: unknown;
+      for (const result of results) {
+        if (result.status === "rejected") {
+          failed += 1;
+          firstError ??= result.reason;
+        } else {
+          this.acknowledged += 1;
+          if (result.value.duplicate) this.duplicates += 1;
+        }
+      }
+      if (failed > 0) {
+        const why = firstError instanceof Error ? firstError.message : String(firstError);
+        throw new Error(`${failed} of ${acks.length} publishes to JetStream were not acknowledged: ${why}`, {
+          cause: firstError,
+        });
+      }
+    } catch (error) {
+      this.js = undefined;
+      this.jsOf = undefined;
+      throw error;
+    }
+  }
+
+  /** Counters since the sink was created. */
+  stats(): NatsSinkStats {
+    return {
+      acknowledged: this.acknowledged,
+      duplicates: this.duplicates,
+      droppedTooLarge: this.droppedTooLarge,
+    };
+  }
+
+  /** Closes the connection after at most 1 s flushing what was sent; later publishes reject. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.link.close();
+  }
+
+  /** Checks the stream once per connection (creating it when missing) and returns the client. */
+  private async ready(nc: NatsConnection): Promise<JetStreamClient> {
+    if (this.js !== undefined && this.jsOf === nc) return this.js;
+    const jsm = await jetstreamManager(nc, { timeout: this.timeoutMs });
+    await ensureStream(
+      jsm,
+      {
+        stream: this.options.stream,
+        subjectPrefix: this.options.subjectPrefix,
+        ...(this.options.duplicateWindowMs === undefined
+          ? {}
+          : { duplicateWindowMs: this.options.duplicateWindowMs }),
+      },
+      this.log,
+    );
+    const js = jetstream(nc, { timeout: this.timeoutMs });
+    this.js = js;
+    this.jsOf = nc;
+    return js;
+  }
+
+  /**
+   * A message the server would refuse whatever happens (larger than its max_payload) is dropped,
+   * counted and logged, rather than failing its batch for ever and stopping the gateway.
+   */
+  private dropTooLarge(envelope: Envelope, bytes: number, maxPayload: number): void {
+    this.droppedTooLarge += 1;
+    this.log.error(
+      { id: envelope.id, topic: envelope.topic, type: envelope.message.type, bytes, maxPayload },
+      "message larger than the NATS server's max_payload; dropped (raise max_payload on the server)",
+    );
+  }
+}
+
+/**
+ * Creates the `nats` publish target. It starts connecting at once but never throws because NATS
+ * is down: the first publishes reject until the connection is up, and the connection is retried
+ * for ever. Defaults: publish timeout 5 s, duplicate window 2 min (for a stream it creates),
+ * first-connection back-off 100 ms doubling to 5 s. Throws only for an unusable url, stream name
+ * or subject prefix.
+ */
+export function createNatsSink(options: NatsSinkOptions): NatsSink {
+  return new NatsSink(options);
+}

@@ -1,0 +1,158 @@
+/**
+ * Message-id de-duplication for the DuckDB store (DESIGN 1: the hub stores a message id once),
+ * inside the caller's open transaction. Seq keys become runs per origin in `message_ranges`
+ * (planned by `planSeqClaim`), in at most four statements per claim whatever the number of origins:
+ * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost one
+ * statement: an insert that skips the known hashes and returns the new ones.
+ */
+import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import { checkMessageKey } from "../data-checks.js";
+import { planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import type { MessageKey } from "../store.js";
+import { toNumber } from "./duckdb-append.js";
+
+const TEXTS = LIST(VARCHAR);
+const SEQS = LIST(BIGINT);
+
+/**
+ * Claims `keys` on `connection` (which must be inside a transaction): for each key, true when it was
+ * not stored before and not earlier in `keys`. Throws StoreDataError for a malformed key before
+ * touching the database.
+ */
+export async function claimMessageKeys(
+  connection: DuckDBConnection,
+  keys: readonly MessageKey[],
+): Promise<boolean[]> {
+  for (const key of keys) checkMessageKey(key);
+  const fresh = new Array<boolean>(keys.length).fill(false);
+  const origins = new Map<string, { indexes: number[]; seqs: number[] }>();
+  const hashes: { index: number; hash: string }[] = [];
+  keys.forEach((key, index) => {
+    if (key.kind === "hash") {
+      hashes.push({ index, hash: key.hash });
+      return;
+    }
+    let group = origins.get(key.origin);
+    if (group === undefined) {
+      group = { indexes: [], seqs: [] };
+      origins.set(key.origin, group);
+    }
+    group.indexes.push(index);
+    group.seqs.push(key.seq);
+  });
+  if (origins.size > 0) await claimSeqs(connection, origins, fresh);
+  if (hashes.length > 0) await claimHashes(connection, hashes, fresh);
+  return fresh;
+}
+
+async function claimSeqs(
+  connection: DuckDBConnection,
+  origins: ReadonlyMap<string, { indexes: number[]; seqs: number[] }>,
+  fresh: boolean[],
+): Promise<void> {
+  const names = [...origins.keys()];
+  const windows = names.map((origin) => {
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = Number.NEGATIVE_INFINITY;
+    for (const seq of origins.get(origin)?.seqs ?? []) {
+      if (seq < lo) lo = seq;
+      if (seq > hi) hi = seq;
+    }
+    return { origin, lo, hi };
+  });
+  // The runs that overlap or touch each origin's [lo, hi]: a run ending at lo − 1 or starting at
+  // hi + 1 is widened rather than joined by a new row.
+  const read = await connection.runAndReadAll(
+    `SELECT r.origin, r.first_seq, r.last_seq
+     FROM message_ranges r
+     JOIN (SELECT unnest($origins) AS origin, unnest($lo) AS lo, unnest($hi) AS hi) w ON r.origin = w.origin
+     WHERE r.last_seq >= w.lo - 1 AND r.first_seq <= w.hi + 1`,
+    {
+      origins: listValue(names),
+      lo: listValue(windows.map((w) => w.lo)),
+      hi: listValue(windows.map((w) => w.hi)),
+    },
+    { origins: TEXTS, lo: SEQS, hi: SEQS },
+  );
+  const stored = new Map<string, SeqRange[]>();
+  for (const [origin, first, last] of read.getRowsJS()) {
+    const name = String(origin);
+    const runs = stored.get(name) ?? [];
+    runs.push({ first: toNumber(first ?? null) ?? 0, last: toNumber(last ?? null) ?? 0 });
+    stored.set(name, runs);
+  }
+
+  const remove: { origin: string; range: SeqRange }[] = [];
+  const update: { origin: string; from: SeqRange; to: SeqRange }[] = [];
+  const insert: { origin: string; range: SeqRange }[] = [];
+  for (const [origin, group] of origins) {
+    const plan = planSeqClaim(stored.get(origin) ?? [], group.seqs);
+    plan.fresh.forEach((isFresh, i) => {
+      fresh[group.indexes[i] as number] = isFresh;
+    });
+    for (const range of plan.remove) remove.push({ origin, range });
+    for (const u of plan.update) update.push({ origin, ...u });
+    for (const range of plan.insert) insert.push({ origin, range });
+  }
+
+  if (remove.length > 0) {
+    await connection.run(
+      `DELETE FROM message_ranges USING
+         (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq) d
+       WHERE message_ranges.origin = d.origin AND message_ranges.first_seq = d.first_seq
+         AND message_ranges.last_seq = d.last_seq`,
+      {
+        origins: listValue(remove.map((r) => r.origin)),
+        first: listValue(remove.map((r) => r.range.first)),
+        last: listValue(remove.map((r) => r.range.last)),
+      },
+      { origins: TEXTS, first: SEQS, last: SEQS },
+    );
+  }
+  if (update.length > 0) {
+    await connection.run(
+      `UPDATE message_ranges SET first_seq = u.new_first, last_seq = u.new_last FROM
+         (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq,
+                 unnest($newFirst) AS new_first, unnest($newLast) AS new_last) u
+       WHERE message_ranges.origin = u.origin AND message_ranges.first_seq = u.first_seq
+         AND message_ranges.last_seq = u.last_seq`,
+      {
+        origins: listValue(update.map((u) => u.origin)),
+        first: listValue(update.map((u) => u.from.first)),
+        last: listValue(update.map((u) => u.from.last)),
+        newFirst: listValue(update.map((u) => u.to.first)),
+        newLast: listValue(update.map((u) => u.to.last)),
+      },
+      { origins: TEXTS, first: SEQS, last: SEQS, newFirst: SEQS, newLast: SEQS },
+    );
+  }
+  if (insert.length > 0) {
+    await connection.run(
+      "INSERT INTO message_ranges SELECT unnest($origins), unnest($first), unnest($last)",
+      {
+        origins: listValue(insert.map((r) => r.origin)),
+        first: listValue(insert.map((r) => r.range.first)),
+        last: listValue(insert.map((r) => r.range.last)),
+      },
+      { origins: TEXTS, first: SEQS, last: SEQS },
+    );
+  }
+}
+
+async function claimHashes(
+  connection: DuckDBConnection,
+  hashes: readonly { index: number; hash: string }[],
+  fresh: boolean[],
+): Promise<void> {
+  // The primary key skips stored hashes; RETURNING names the rows actually inserted.
+  const inserted = await connection.runAndReadAll(
+    `INSERT INTO message_hashes SELECT DISTINCT unnest($hashes)
+     ON CONFLICT DO NOTHING RETURNING hash`,
+    { hashes: listValue(hashes.map((h) => h.hash)) },
+    { hashes: TEXTS },
+  );
+  const added = new Set(inserted.getRowsJS().map(([hash]) => String(hash)));
+  for (const { index, hash } of hashes) {
+    if (added.delete(hash)) fresh[index] = true;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Event history in the DuckDB store (DESIGN 5.1 recordsQuery): rows of the `events` table written by
+ * the appender, read back by {@link listEventsSql} and {@link eventRecord}.
+ */
+import {
+  BIGINT,
+  type DuckDBType,
+  type DuckDBValue,
+  INTEGER,
+  type JS,
+  LIST,
+  listValue,
+  TIMESTAMPTZ,
+  VARCHAR,
+} from "@duckdb/node-api";
+import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import type { EventTarget, MetricsFilter, Operation } from "../../../messages/types.js";
+import type { EventInput, EventQuery, EventRecord, EventType } from "../store.js";
+import { timestampTz, toNumber } from "./duckdb-append.js";
+
+/** Column types of `events`, in table order (payload and filter go in as JSON text). */
+export const EVENT_COLUMN_TYPES: readonly DuckDBType[] = [
+  BIGINT,
+  TIMESTAMPTZ,
+  VARCHAR,
+  VARCHAR,
+  INTEGER,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+  VARCHAR,
+];
+
+/** The `events` row of one event, `id` drawn from `event_id_seq`. */
+export function eventRow(id: number, event: EventInput, entity: EntityId | null): DuckDBValue[] {
+  const t = event.target;
+  return [
+    BigInt(id),
+    timestampTz(event.at),
+    event.type,
+    event.operation,
+    entity,
+    t.gateway,
+    t.probe ?? null,
+    t.managedEntity ?? null,
+    t.type ?? null,
+    t.sampler ?? null,
+    t.dataview ?? null,
+    t.row ?? null,
+    t.column ?? null,
+    t.filter === undefined ? null : JSON.stringify(t.filter),
+    JSON.stringify(event.payload),
+  ];
+}
+
+/** The statement and parameters of one {@link EventQuery}. */
+export function listEventsSql(query: EventQuery): {
+  sql: string;
+  values: Record<string, DuckDBValue>;
+  types: Record<string, DuckDBType>;
+} {
+  const where: string[] = [];
+  const values: Record<string, DuckDBValue> = { limit: query.limit };
+  const types: Record<string, DuckDBType> = { limit: BIGINT };
+  if (query.from !== undefined) {
+    where.push("ts >= $from");
+    values.from = timestampTz(query.from);
+  }
+  if (query.to !== undefined) {
+    where.push("ts < $to");
+    values.to = timestampTz(query.to);
+  }
+  if (query.entity !== undefined) {
+    where.push("entity_id = $entity");
+    values.entity = query.entity;
+    types.entity = INTEGER;
+  }
+  if (query.types !== undefined) {
+    where.push("list_contains($types, type)");
+    values.types = listValue([...query.types]);
+    types.types = LIST(VARCHAR);
+  }
+  const sql = `SELECT epoch_ms(ts), type, operation, entity_id, gateway, probe, managed_entity,
+      target_type, sampler, dataview, row_name, column_name, CAST(target_filter AS VARCHAR),
+      CAST(payload AS VARCHAR)
+    FROM events ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`}
+    ORDER BY ts, id LIMIT $limit`;
+  return { sql, values, types };
+}
+
+/** An {@link EventRecord} from a row of {@link listEventsSql}. */
+export function eventRecord(row: JS[]): EventRecord {
+  const [at, type, operation, entity, gateway, ...rest] = row;
+  const [probe, managedEntity, targetType, sampler, dataview, rowName, column, filter, payload] = rest;
+  const target: EventTarget = { gateway: String(gateway) };
+  const optional: [keyof EventTarget, JS | undefined][] = [
+    ["probe", probe],
+    ["managedEntity", managedEntity],
+    ["type", targetType],
+    ["sampler", sampler],
+    ["dataview", dataview],
+    ["row", rowName],
+    ["column", column],
+  ];
+  for (const [name, value] of optional) {
+    if (value !== null && value !== undefined && name !== "filter") target[name] = String(value);
+  }
+  if (filter !== null && filter !== undefined) target.filter = JSON.parse(String(filter)) as MetricsFilter;
+  const entityId = toNumber(entity ?? null);
+  return {
+    type: String(type) as EventType,
+    operation: String(operation) as Operation,
+    at: asEpochMs(toNumber(at ?? null) ?? 0),
+    entityId: entityId === null ? null : asEntityId(entityId),
+    target,
+    payload: JSON.parse(String(payload)) as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,481 @@
+/**
+ * One transaction of the DuckDB store (DESIGN 1, 5.5): message claims and batch writes on the writer
+ * connection, between the BEGIN and COMMIT that `DuckDbStore.transaction` issues.
+ *
+ * A write runs in three phases so that data the store cannot hold is refused before anything of the
+ * batch is written (the transaction stays usable, and the ingester can dead-letter one message):
+ * 1. checks that need no database (text, timestamps, event payloads);
+ * 2. resolution, reading only: entity ids from the entity cache; series ids from the transaction's
+ *    own changes, then the bounded series cache, then one lookup statement for all misses; the
+ *    series count of each entity that gains series (one count statement the first time an entity
+ *    needs one), checked against `maxSeriesPerEntity`;
+ * 3. writes: one statement per entity upsert or new entity, one bulk insert each of new series,
+ *    samples and events through the appender.
+ * Everything learnt goes into `pending`; the store copies it into its caches only after COMMIT, so
+ * a rolled-back transaction leaves no id behind that the database does not hold.
+ */
+import {
+  DOUBLE,
+  type DuckDBConnection,
+  type DuckDBValue,
+  INTEGER,
+  LIST,
+  listValue,
+  TIMESTAMPTZ,
+  VARCHAR,
+} from "@duckdb/node-api";
+import { asEntityId, type EntityId } from "../../../ids.js";
+import {
+  checkAttributes,
+  checkEntityKey,
+  checkEvent,
+  checkSeriesKey,
+  checkText,
+  checkTime,
+} from "../data-checks.js";
+import type { RecencyCache } from "../recency-cache.js";
+import { SerialQueue } from "../serial-queue.js";
+import {
+  type EntityKey,
+  type EntityUpsert,
+  type IngestBatch,
+  type MessageKey,
+  type SampleInput,
+  type SeriesKey,
+  StoreDataError,
+  type StoreTransaction,
+} from "../store.js";
+import { appendRows, timestampTz, toNumber } from "./duckdb-append.js";
+import { claimMessageKeys } from "./duckdb-claims.js";
+import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
+
+export interface EntityState {
+  readonly id: EntityId;
+  /** The `at` of the upsert last applied; older upserts are ignored. */
+  readonly updatedAt: number;
+}
+
+/** First and last sample time stored, to narrow the metric query's scan. */
+export interface SampleSpan {
+  firstMs: number;
+  lastMs: number;
+}
+
+/** The caches of a DuckDB store, which a transaction reads and the store changes after COMMIT. */
+export interface StoreCaches {
+  /**
+   * Every entity, by {@link entityKeyString}. Loaded whole at start: entities are few (one per
+   * managed entity of the deployment), unlike series.
+   */
+  readonly entities: ReadonlyMap<string, EntityState>;
+  /** Series ids by {@link seriesKeyString}, bounded; a miss is looked up in the database. */
+  readonly series: RecencyCache<string, number>;
+  /** Series per entity, for the entities that needed a count so far (bounded by the entities). */
+  readonly seriesCounts: ReadonlyMap<EntityId, number>;
+}
+
+/** What a transaction learnt, applied to {@link StoreCaches} once it commits. */
+export interface PendingChanges {
+  readonly entities: Map<string, EntityState>;
+  readonly series: Map<string, number>;
+  readonly seriesCounts: Map<EntityId, number>;
+  span: SampleSpan | null;
+}
+
+export const entityKeyString = (k: EntityKey): string =>
+  JSON.stringify([k.gateway, k.probe, k.managedEntity]);
+export const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
+  JSON.stringify([entity, s.sampler, s.samplerType, s.dataview, s.row, s.column]);
+
+/** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
+function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
+}
+
+/** One distinct series of a write. */
+interface SeriesSlot {
+  readonly entity: EntityKey;
+  readonly entityKey: string;
+  /** Set when the entity existed before this write; then `cacheKey` is its series key string. */
+  readonly entityId: EntityId | undefined;
+  readonly cacheKey: string | undefined;
+  readonly series: SeriesKey;
+  id: number | undefined;
+  /** The id came from the database lookup: remember it in the cache after COMMIT. */
+  lookedUp: boolean;
+}
+
+/** DuckDB errors that depend on the data written, not on the state of the database. */
+const DATA_ERROR = /^(Conversion Error|Out of Range Error)\b/;
+
+export class DuckDbTransaction implements StoreTransaction {
+  readonly pending: PendingChanges = {
+    entities: new Map(),
+    series: new Map(),
+    seriesCounts: new Map(),
+    span: null,
+  };
+  /** The first statement that failed: such a transaction is rolled back, never committed. */
+  failure: { error: unknown } | undefined;
+  private readonly queue = new SerialQueue();
+  private finished = false;
+
+  constructor(
+    private readonly c: DuckDBConnection,
+    private readonly caches: StoreCaches,
+    private readonly maxSeriesPerEntity: number,
+  ) {}
+
+  claim(keys: readonly MessageKey[]): Promise<boolean[]> {
+    return this.run(() => claimMessageKeys(this.c, keys));
+  }
+
+  write(batch: IngestBatch): Promise<void> {
+    return this.run(() => this.writeBatch(batch));
+  }
+
+  /** Refuses further calls and waits for the calls already made. */
+  async finish(): Promise<void> {
+    this.finished = true;
+    await this.queue.idle();
+  }
+
+  private run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.finished) return Promise.reject(new Error("the store transaction has already ended"));
+    return this.queue.run(async () => {
+      try {
+        return await task();
+      } catch (error) {
+        // A StoreDataError from the checks left the transaction clean; anything else did not.
+        if (!(error instanceof StoreDataError) && this.failure === undefined) this.failure = { error };
+        throw error;
+      }
+    });
+  }
+
+  private entityOf(key: string): EntityState | undefined {
+    return this.pending.entities.get(key) ?? this.caches.entities.get(key);
+  }
+
+  private async writeBatch(batch: IngestBatch): Promise<void> {
+    const events = batch.events ?? [];
+    for (const u of batch.entities) {
+      checkEntityKey(u.key);
+      checkAttributes(u.attributes);
+      checkTime("entity update time", u.at);
+    }
+    for (const sample of batch.samples) {
+      checkTime("sample time", sample.at);
+      checkText("sample text", sample.text);
+    }
+    for (const event of events) checkEvent(event);
+
+    const { slots, sampleSlots, counts } = await this.resolveSeries(batch.samples);
+
+    try {
+      for (const upsert of batch.entities) await this.upsertEntity(upsert);
+      await this.appendSeries(slots, counts);
+      await this.appendSamples(batch.samples, slots, sampleSlots);
+      if (events.length > 0) {
+        const entities: (EntityId | null)[] = [];
+        for (const event of events) {
+          entities.push(event.entity === null ? null : (await this.entityFor(event.entity)).id);
+        }
+        const ids = await this.nextIds("event_id_seq", events.length);
+        await appendRows(
+          this.c,
+          "events",
+          EVENT_COLUMN_TYPES,
+          events.map((event, i) => eventRow(ids[i] as number, event, entities[i] ?? null)),
+        );
+      }
+    } catch (error) {
+      if (this.failure === undefined) this.failure = { error };
+      if (error instanceof Error && DATA_ERROR.test(error.message)) {
+        throw new StoreDataError(`the store refused the data: ${error.message}`, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Phase 2: gives each sample a slot (one per distinct series), finds the ids of known series, and
+   * refuses the batch when an entity would exceed `maxSeriesPerEntity`. Reads only.
+   */
+  private async resolveSeries(samples: readonly SampleInput[]): Promise<{
+    slots: SeriesSlot[];
+    sampleSlots: number[];
+    counts: Map<string, number>;
+  }> {
+    const slots: SeriesSlot[] = [];
+    const slotOf = new Map<string, number>();
+    const sampleSlots: number[] = new Array(samples.length);
+    const misses: SeriesSlot[] = [];
+    // Samples of one message usually share their entity key object: resolve it once for a run.
+    let lastEntity: EntityKey | undefined;
+    let entityKey = "";
+    let entity: EntityState | undefined;
+    samples.forEach((sample, i) => {
+      if (sample.entity !== lastEntity) {
+        lastEntity = sample.entity;
+        entityKey = entityKeyString(sample.entity);
+        entity = this.entityOf(entityKey);
+      }
+      const cacheKey = entity === undefined ? undefined : seriesKeyString(entity.id, sample.series);
+      // A series of an entity this write creates is new; the prefix keeps its key apart from ids.
+      const key = cacheKey ?? `?${entityKey}${seriesKeyString(asEntityId(0), sample.series)}`;
+      let slot = slotOf.get(key);
+      if (slot === undefined) {
+        slot = slots.length;
+        slotOf.set(key, slot);
+        const id =
+          cacheKey === undefined
+            ? undefined
+            : (this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey));
+        const entry: SeriesSlot = {
+          entity: sample.entity,
+          entityKey,
+          entityId: entity?.id,
+          cacheKey,
+          series: sample.series,
+          id,
+          lookedUp: false,
+        };
+        if (id === undefined) {
+          // A cached key was stored, so it is valid; anything else is checked before use.
+          checkSeriesKey(sample.series);
+          if (entity === undefined) checkEntityKey(sample.entity);
+          else misses.push(entry);
+        }
+        slots.push(entry);
+      }
+      sampleSlots[i] = slot;
+    });
+    if (misses.length > 0) await this.lookupSeries(misses);
+
+    // New series per entity, against the entity's count.
+    const added = new Map<string, { entity: EntityKey; id: EntityId | undefined; count: number }>();
+    for (const slot of slots) {
+      if (slot.id !== undefined) continue;
+      const a = added.get(slot.entityKey);
+      if (a === undefined) added.set(slot.entityKey, { entity: slot.entity, id: slot.entityId, count: 1 });
+      else a.count += 1;
+    }
+    const counts = new Map<string, number>();
+    if (added.size === 0) return { slots, sampleSlots, counts };
+    const unknown: EntityId[] = [];
+    for (const { id } of added.values()) {
+      if (id !== undefined && this.storedCount(id) === undefined) unknown.push(id);
+    }
+    const queried = unknown.length > 0 ? await this.countSeries(unknown) : new Map<EntityId, number>();
+    for (const [entityKey, a] of added) {
+      const before = a.id === undefined ? 0 : (this.storedCount(a.id) ?? queried.get(a.id) ?? 0);
+      const after = before + a.count;
+      if (after > this.maxSeriesPerEntity) {
+        const e = a.entity;
+        throw new StoreDataError(
+          `entity ${JSON.stringify(e.managedEntity)} of probe ${JSON.stringify(e.probe)} on gateway ` +
+            `${JSON.stringify(e.gateway)} would have ${after} series (${before} stored, ${a.count} new), ` +
+            `more than the limit of ${this.maxSeriesPerEntity} (maxSeriesPerEntity)`,
+        );
+      }
+      counts.set(entityKey, after);
+    }
+    return { slots, sampleSlots, counts };
+  }
+
+  private storedCount(entity: EntityId): number | undefined {
+    return this.pending.seriesCounts.get(entity) ?? this.caches.seriesCounts.get(entity);
+  }
+
+  /** Finds the ids of `misses` in the database (this transaction's rows included), one statement. */
+  private async lookupSeries(misses: readonly SeriesSlot[]): Promise<void> {
+    const byKey = new Map<string, SeriesSlot>();
+    for (const slot of misses) if (slot.cacheKey !== undefined) byKey.set(slot.cacheKey, slot);
+    const texts = LIST(VARCHAR);
+    const column = (pick: (s: SeriesKey) => string) => listValue(misses.map((m) => pick(m.series)));
+    const r = await this.c.runAndReadAll(
+      `SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name
+       FROM series s
+       JOIN (SELECT unnest($entity) AS entity_id, unnest($sampler) AS sampler,
+                    unnest($samplerType) AS sampler_type, unnest($dataview) AS dataview,
+                    unnest($row) AS row_name, unnest($column) AS column_name) k
+         USING (entity_id, sampler, sampler_type, dataview, row_name, column_name)`,
+      {
+        entity: listValue(misses.map((m) => m.entityId ?? null)),
+        sampler: column((s) => s.sampler),
+        samplerType: column((s) => s.samplerType),
+        dataview: column((s) => s.dataview),
+        row: column((s) => s.row),
+        column: column((s) => s.column),
+      },
+      {
+        entity: LIST(INTEGER),
+        sampler: texts,
+        samplerType: texts,
+        dataview: texts,
+        row: texts,
+        column: texts,
+      },
+    );
+    for (const [id, entity, sampler, samplerType, dataview, row, col] of r.getRowsJS()) {
+      const key = seriesKeyString(asEntityId(toNumber(entity ?? null) ?? 0), {
+        sampler: String(sampler),
+        samplerType: String(samplerType),
+        dataview: String(dataview),
+        row: String(row),
+        column: String(col),
+      });
+      const slot = byKey.get(key);
+      if (slot === undefined) continue;
+      slot.id = toNumber(id ?? null) ?? undefined;
+      slot.lookedUp = true;
+    }
+  }
+
+  /** Series stored per entity, for entities whose count no cache holds; one statement. */
+  private async countSeries(entities: readonly EntityId[]): Promise<Map<EntityId, number>> {
+    const r = await this.c.runAndReadAll(
+      `SELECT entity_id, count(*) FROM series WHERE entity_id IN (SELECT unnest($ids))
+       GROUP BY entity_id`,
+      { ids: listValue([...entities]) },
+      { ids: LIST(INTEGER) },
+    );
+    const counts = new Map<EntityId, number>(entities.map((id) => [id, 0]));
+    for (const [id, count] of r.getRowsJS()) {
+      counts.set(asEntityId(toNumber(id ?? null) ?? 0), toNumber(count ?? null) ?? 0);
+    }
+    return counts;
+  }
+
+  /**
+   * Applies one upsert. An upsert older than the one last applied is ignored (a backfilled old
+   * record must not undo a newer state); a deletion that carries no attributes keeps the stored
+   * ones, so a deleted entity still shows what it was.
+   */
+  private async upsertEntity(u: EntityUpsert): Promise<void> {
+    const key = entityKeyString(u.key);
+    const known = this.entityOf(key);
+    const attributes = storedAttributes(u.attributes);
+    const json = JSON.stringify(attributes);
+    if (known === undefined) {
+      const id = await this.insertEntity(u.key, json, u.deleted, u.at);
+      this.pending.entities.set(key, { id, updatedAt: u.at });
+      return;
+    }
+    if (u.at < known.updatedAt) return;
+    const keepAttributes = u.deleted && Object.keys(attributes).length === 0;
+    await this.c.run(
+      `UPDATE entities SET ${keepAttributes ? "" : "attributes = $attributes, "}is_deleted = $deleted,
+         updated_at = $at WHERE id = $id`,
+      {
+        ...(keepAttributes ? {} : { attributes: json }),
+        deleted: u.deleted,
+        at: timestampTz(u.at),
+        id: known.id,
+      },
+      { ...(keepAttributes ? {} : { attributes: VARCHAR }), id: INTEGER },
+    );
+    this.pending.entities.set(key, { id: known.id, updatedAt: u.at });
+  }
+
+  private async insertEntity(
+    key: EntityKey,
+    attributes: string,
+    deleted: boolean,
+    at: number,
+  ): Promise<EntityId> {
+    const r = await this.c.runAndReadAll(
+      `INSERT INTO entities (gateway, probe, managed_entity, attributes, is_deleted, updated_at)
+       VALUES ($gateway, $probe, $managed_entity, $attributes, $deleted, $at) RETURNING id`,
+      {
+        gateway: key.gateway,
+        probe: key.probe,
+        managed_entity: key.managedEntity,
+        attributes,
+        deleted,
+        at: timestampTz(at),
+      },
+    );
+    return asEntityId(Number(r.getRowsJS()[0]?.[0]));
+  }
+
+  /**
+   * The entity a sample or event names. One never upserted is created with the built-in attributes
+   * its key gives (DESIGN 5.1: `svc.gateway`, `svc.probe`, `svc.name`) and the oldest possible
+   * `updated_at`, so the first real upsert replaces them.
+   */
+  private async entityFor(key: EntityKey): Promise<EntityState> {
+    const entityKey = entityKeyString(key);
+    const known = this.entityOf(entityKey);
+    if (known !== undefined) return known;
+    const attributes = {
+      "svc.gateway": key.gateway,
+      "svc.probe": key.probe,
+      "svc.name": key.managedEntity,
+    };
+    const id = await this.insertEntity(key, JSON.stringify(storedAttributes(attributes)), false, 0);
+    const state = { id, updatedAt: 0 };
+    this.pending.entities.set(entityKey, state);
+    return state;
+  }
+
+  /** `n` values of a sequence, in one statement. */
+  private async nextIds(sequence: string, n: number): Promise<number[]> {
+    const r = await this.c.runAndReadAll(`SELECT nextval('${sequence}') FROM range($n)`, { n });
+    const ids = r.getRowsJS().map(([id]) => toNumber(id ?? null) ?? 0);
+    if (ids.length !== n) throw new Error(`sequence ${sequence} returned ${ids.length} values, not ${n}`);
+    return ids;
+  }
+
+  /** Gives the new slots ids and bulk-inserts them; records every resolved id as pending. */
+  private async appendSeries(
+    slots: readonly SeriesSlot[],
+    counts: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const fresh = slots.filter((slot) => slot.id === undefined);
+    for (const slot of slots) {
+      if (slot.lookedUp && slot.cacheKey !== undefined && slot.id !== undefined) {
+        this.pending.series.set(slot.cacheKey, slot.id);
+      }
+    }
+    if (fresh.length === 0) return;
+    const ids = await this.nextIds("series_id_seq", fresh.length);
+    const rows: DuckDBValue[][] = [];
+    for (const [i, slot] of fresh.entries()) {
+      const entity = (await this.entityFor(slot.entity)).id;
+      const id = ids[i] as number;
+      slot.id = id;
+      this.pending.series.set(seriesKeyString(entity, slot.series), id);
+      const s = slot.series;
+      rows.push([id, entity, s.sampler, s.samplerType, s.dataview, s.row, s.column]);
+    }
+    await appendRows(this.c, "series", [INTEGER, INTEGER, VARCHAR, VARCHAR, VARCHAR, VARCHAR, VARCHAR], rows);
+    for (const [entityKey, count] of counts) {
+      const entity = this.entityOf(entityKey);
+      if (entity !== undefined) this.pending.seriesCounts.set(entity.id, count);
+    }
+  }
+
+  private async appendSamples(
+    samples: readonly SampleInput[],
+    slots: readonly SeriesSlot[],
+    sampleSlots: readonly number[],
+  ): Promise<void> {
+    if (samples.length === 0) return;
+    let span = this.pending.span;
+    const rows = samples.map((sample, i) => {
+      const id = slots[sampleSlots[i] as number]?.id;
+      if (id === undefined) throw new Error("internal: a sample's series has no id");
+      const at = sample.at;
+      if (span === null) span = { firstMs: at, lastMs: at };
+      else if (at < span.firstMs) span.firstMs = at;
+      else if (at > span.lastMs) span.lastMs = at;
+      // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
+      const value = sample.value !== null && Number.isFinite(sample.value) ? sample.value : null;
+      return [id, timestampTz(at), value, sample.text];
+    });
+    await appendRows(this.c, "samples", [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR], rows);
+    this.pending.span = span;
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * The probe link protocol (DESIGN 1 "probe link", DESIGN 4.3): what a probe and its gateway say to
+ * each other, the same frames in-process (`vigil up`) and over a WebSocket on the gateway port
+ * (`/v1/probe-link`, JSON text frames).
+ *
+ * Probe → gateway: `hello`, then (after `welcome`) optionally `parameters`, then its **current
+ * state** in `state` batches (the last one has `last: true`), then `changes` batches; `heartbeat`
+ * at any time; `bye` on a clean stop. Gateway → probe: `welcome` (the probe's part of the setup,
+ * the gateway-wide limits, the credit window), `setup` (live update of that part), `ack` (a batch
+ * was applied and its messages handed to the publisher; returns credit), `heartbeat`, `error`.
+ *
+ * Flow control (DESIGN 1 "Hand-offs"): the probe has at most `credit` batches unacknowledged.
+ * Every batch (`state` or `changes`) carries the next sequence number, from 1 on each link; an
+ * `ack` is cumulative (every batch up to `seq`).
+ *
+ * Names that clients send (columns, rows, dataviews) are always values in arrays or strings here,
+ * never object keys, so a frame can be parsed from JSON and read without prototype tricks.
+ */
+
+import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
+
+/** Version of this protocol; a probe and a gateway must agree exactly (a mismatch is refused). */
+export const LINK_PROTOCOL_VERSION = 1;
+
+/** Where the gateway serves the link (WebSocket upgrade on the gateway port, DESIGN 1). */
+export const LINK_PATH = "/v1/probe-link";
+
+/** Parameters of a probe as published in `probe` messages (seed C, Probe data). */
+export interface ProbeParameters {
+  readonly osType: string;
+  readonly HostName: string;
+  readonly Port: string;
+  readonly OS: string;
+  readonly Version: string;
+}
+
+export interface DataviewAddress {
+  readonly managedEntity: string;
+  readonly sampler: string;
+  /** Sampler type, "" when none. */
+  readonly samplerType: string;
+  readonly dataview: string;
+}
+
+/**
+ * The cells of one row in the dataview's column order: a string is a cell's value, a positive
+ * integer `n` stands for `n` blank cells, and trailing blanks are left out. Wide, sparse rows
+ * stay as small as the data that was sent.
+ */
+export type WireCells = readonly (string | number)[];
+
+/** One row under its published name (duplicates already `<name>_duplicateN`, DESIGN 3.3). */
+export interface WireRow {
+  readonly name: string;
+  readonly cells: WireCells;
+  /** When the probe received this row's data (epoch ms); the enclosing change's `at` when absent. */
+  readonly at?: number;
+}
+
+/** Headlines as `[name, value]` pairs, in display order. */
+export type WireHeadlines = readonly (readonly [string, string])[];
+
+/**
+ * One change in published terms (DESIGN 4.3). `at` is when the probe received the data (epoch ms),
+ * published as `probeTime`. Stream changes come in a later issue (new kinds, new protocol version).
+ */
+export type Change =
+  /** A row written (or renamed by duplicate renumbering): published `create` or `update`. */
+  | {
+      readonly kind: "row";
+      readonly dataview: DataviewAddress;
+      readonly at: number;
+      readonly name: string;
+      readonly cells: WireCells;
+      /** The dataview's whole column list, present only when this change altered it. */
+      readonly columns?: readonly string[];
+    }
+  | {
+      readonly kind: "rowDelete";
+      readonly dataview: DataviewAddress;
+      readonly at: number;
+      readonly name: string;
+    }
+  /** The whole dataview (PUT dataview, or an item of the probe's state). */
+  | {
+      readonly kind: "dataview";
+      readonly dataview: DataviewAddress;
+      readonly at: number;
+      /** Plug-in of the sampler: `rest-api` or `fkm`. */
+      readonly plugin: string;
+      readonly columns: readonly string[];
+      readonly rows: readonly WireRow[];
+      readonly headlines: WireHeadlines;
+    }
+  | { readonly kind: "dataviewDelete"; readonly dataview: DataviewAddress; readonly at: number }
+  | {
+      readonly kind: "headlines";
+      readonly dataview: DataviewAddress;
+      readonly at: number;
+      readonly headlines: WireHeadlines;
+    };
+
+export type ChangeKind = Change["kind"];
+
+/** The gateway-wide settings a probe applies (DESIGN 2 `gateway`, DESIGN 3.3). */
+export interface ProbeLimits {
+  /** > 0 replaces every sampler's rowLimit. */
+  readonly customDataviewMaxRows: number;
+  readonly maxColumnsPerDataview: number;
+  /** UTF-16 code units. */
+  readonly maxCellLength: number;
+}
+
+/** The limits a gateway's setup gives its probes. */
+export function probeLimits(gateway: GatewaySetup): ProbeLimits {
+  return {
+    customDataviewMaxRows: gateway.customDataviewMaxRows,
+    maxColumnsPerDataview: gateway.maxColumnsPerDataview,
+    maxCellLength: gateway.maxCellLength,
+  };
+}
+
+export type ProbeFrame =
+  | {
+      readonly type: "hello";
+      readonly version: number;
+      readonly probe: string;
+      readonly parameters: ProbeParameters;
+      /** Changes this probe process coalesced into a state since it started (status pages). */
+      readonly coalesced: number;
+      /**
+       * True when this probe process was linked to a gateway before: its state is then current
+       * state being republished (DESIGN 4.3 `snapshot`), also for a gateway that restarted and so
+       * knows none of it; false on the probe's first link, whose items are `create`d.
+       */
+      readonly resumed: boolean;
+    }
+  | { readonly type: "parameters"; readonly parameters: ProbeParameters }
+  | {
+      readonly type: "state";
+      readonly seq: number;
+      readonly items: readonly Change[];
+      readonly last: boolean;
+    }
+  | { readonly type: "changes"; readonly seq: number; readonly changes: readonly Change[] }
+  | { readonly type: "heartbeat" }
+  | { readonly type: "bye"; readonly reason: string };
+
+/** Why a gateway refuses or ends a link; the probe logs it (and retries later, except on stop). */
+export const LINK_ERROR_CODES = [
+  "VERSION_MISMATCH",
+  "UNKNOWN_PROBE",
+  "PROTOCOL_ERROR",
+  "REPLACED",
+  "SHUTTING_DOWN",
+] as const;
+export type LinkErrorCode = (typeof LINK_ERROR_CODES)[number];
+
+export type GatewayFrame =
+  | {
+      readonly type: "welcome";
+      readonly version: number;
+      readonly gateway: string;
+      readonly setup: ProbeSetup;
+      readonly limits: ProbeLimits;
+      /** Batches the probe may have unacknowledged. */
+      readonly credit: number;
+      /** Most changes (or state items) one batch may carry. */
+      readonly maxBatchChanges: number;
+      /** Heartbeat interval; a link silent for 3 intervals is lost. */
+      readonly heartbeatMs: number;
+    }
+  | { readonly type: "setup"; readonly setup: ProbeSetup; readonly limits: ProbeLimits }
+  | { readonly type: "ack"; readonly seq: number }
+  | { readonly type: "heartbeat" }
+  | { readonly type: "error"; readonly code: LinkErrorCode; readonly message: string };
+
+/** Close codes used on the link (WebSocket codes; the in-process link uses the same numbers). */
+export const CLOSE_NORMAL = 1000;
+export const CLOSE_GOING_AWAY = 1001;
+export const CLOSE_PROTOCOL_ERROR = 1002;
+export const CLOSE_INVALID_DATA = 1007;
+export const CLOSE_POLICY = 1008;
+export const CLOSE_TOO_BIG = 1009;
+/** Application code: no frame for 3 heartbeat intervals. */
+export const CLOSE_HEARTBEAT_TIMEOUT = 4000;
+
+/**
+ * Encodes cells (in column order) as {@link WireCells}: runs of blanks become their count and
+ * trailing blanks are dropped.
+ */
+export function encodeCells(cells: readonly string[]): (string | number)[] {
+  const out: (string | number)[] = [];
+  let blanks = 0;
+  for (const cell of cells) {
+    if (cell === "") {
+      blanks += 1;
+      continue;
+    }
+    if (blanks > 0) out.push(blanks);
+    blanks = 0;
+    out.push(cell);
+  }
+  return out;
+}
+
+/** Decodes {@link WireCells} to one value per column (missing trailing cells are blank). */
+export function decodeCells(cells: WireCells, columns: number): string[] {
+  const out: string[] = [];
+  for (const cell of cells) {
+    if (typeof cell === "string") out.push(cell);
+    else for (let i = 0; i < cell && out.length < columns; i += 1) out.push("");
+    if (out.length >= columns) break;
+  }
+  while (out.length < columns) out.push("");
+  return out;
+}
+
+/** Number of cells that {@link WireCells} spell out (blanks counted), for validation. */
+export function wireCellCount(cells: WireCells): number {
+  let n = 0;
+  for (const cell of cells) n += typeof cell === "string" ? 1 : cell;
+  return n;
+}
+
+/**
+ * A rough size of a change in UTF-16 code units plus a few per element: enough to cut batches
+ * and bound the probe's outgoing buffer without serialising anything.
+ */
+export function estimateChangeSize(change: Change): number {
+  const address = change.dataview;
+  let size =
+    64 +
+    address.managedEntity.length +
+    address.sampler.length +
+    address.samplerType.length +
+    address.dataview.length;
+  const cells = (wire: WireCells) => {
+    for (const cell of wire) size += typeof cell === "string" ? cell.length + 3 : 4;
+  };
+  const headlines = (pairs: WireHeadlines) => {
+    for (const [name, value] of pairs) size += name.length + value.length + 6;
+  };
+  switch (change.kind) {
+    case "row":
+      size += change.name.length;
+      cells(change.cells);
+      for (const column of change.columns ?? []) size += column.length + 3;
+      break;
+    case "rowDelete":
+      size += change.name.length;
+      break;
+    case "dataview":
+      for (const column of change.columns) size += column.length + 3;
+      for (const row of change.rows) {
+        size += row.name.length + 24;
+        cells(row.cells);
+      }
+      headlines(change.headlines);
+      break;
+    case "dataviewDelete":
+      break;
+    case "headlines":
+      headlines(change.headlines);
+      break;
+  }
+  return size;
+}

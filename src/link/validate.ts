@@ -1,0 +1,489 @@
+/**
+ * Validation of every frame received on the probe link (DESIGN 1 "probe link"): shape, types and
+ * bounds, before anything reads it. A frame that fails is a protocol error: the receiver logs the
+ * reason and closes the link; nothing here throws anything but {@link FrameError}.
+ */
+
+import { LINK_MAX_CELL_LENGTH, LINK_MAX_COLUMNS } from "../config/defaults.js";
+import type {
+  ColumnSchema,
+  FkmSampler,
+  ManagedEntitySetup,
+  ProbeSetup,
+  RestApiSampler,
+  SamplerSetup,
+} from "../config/setup.js";
+import { SEVERITIES, type Severity } from "../messages/types.js";
+import {
+  type Change,
+  type DataviewAddress,
+  type GatewayFrame,
+  LINK_ERROR_CODES,
+  type LinkErrorCode,
+  type ProbeFrame,
+  type ProbeLimits,
+  type ProbeParameters,
+  type WireCells,
+  type WireHeadlines,
+  type WireRow,
+} from "./protocol.js";
+
+/** A frame that breaks the protocol; `message` names where (`changes[3].cells[2]`) and why. */
+export class FrameError extends Error {
+  override readonly name = "FrameError";
+}
+
+/** Bounds a frame is checked against (what the receiving side allows). */
+export interface FrameBounds {
+  /** Most changes or state items in one batch. */
+  readonly maxBatchChanges: number;
+  /** Most columns of a dataview, and cells of a row. */
+  readonly maxColumns: number;
+  /** Longest cell, column name, dataview or row name. */
+  readonly maxCellLength: number;
+}
+
+/** The bounds a gateway checks probe frames against: its limits, or the link's caps if larger. */
+export function frameBounds(limits: ProbeLimits, maxBatchChanges: number): FrameBounds {
+  return {
+    maxBatchChanges,
+    maxColumns: Math.max(limits.maxColumnsPerDataview, LINK_MAX_COLUMNS),
+    maxCellLength: Math.max(limits.maxCellLength, LINK_MAX_CELL_LENGTH),
+  };
+}
+
+// Bounds on names that are not cells (names from the setup or the probe's own identity).
+const MAX_NAME_LENGTH = 1024; // UTF-16 code units
+const MAX_TEXT_LENGTH = 16 * 1024; // UTF-16 code units, error messages and reasons
+const MAX_SETUP_ITEMS = 100_000; // managed entities, samplers, attributes, … in one list
+
+type Json = Record<string, unknown>;
+
+function fail(path: string, what: string): never {
+  throw new FrameError(`${path}: ${what}`);
+}
+
+function object(
+  value: unknown,
+  path: string,
+  keys: readonly string[],
+  optional: readonly string[] = [],
+): Json {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail(path, "must be an object");
+  const json = value as Json;
+  for (const key of Object.keys(json)) {
+    if (!keys.includes(key) && !optional.includes(key)) fail(path, `unknown field '${key.slice(0, 64)}'`);
+  }
+  for (const key of keys) if (!Object.hasOwn(json, key)) fail(path, `missing field '${key}'`);
+  return json;
+}
+
+function string(value: unknown, path: string, max = MAX_NAME_LENGTH): string {
+  if (typeof value !== "string") fail(path, "must be a string");
+  if (value.length > max) fail(path, `longer than ${max} characters`);
+  return value;
+}
+
+function integer(value: unknown, path: string, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    fail(path, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function number(value: unknown, path: string, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+    fail(path, `must be a number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function boolean(value: unknown, path: string): boolean {
+  if (typeof value !== "boolean") fail(path, "must be true or false");
+  return value;
+}
+
+function array(value: unknown, path: string, max: number): readonly unknown[] {
+  if (!Array.isArray(value)) fail(path, "must be an array");
+  if (value.length > max) fail(path, `has more than ${max} elements`);
+  return value;
+}
+
+/** An object of string values (setup attributes), copied to a prototype-less object. */
+function stringRecord(value: unknown, path: string): Readonly<Record<string, string>> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail(path, "must be an object");
+  const out: Record<string, string> = Object.create(null);
+  const entries = Object.entries(value);
+  if (entries.length > MAX_SETUP_ITEMS) fail(path, `has more than ${MAX_SETUP_ITEMS} entries`);
+  for (const [key, item] of entries) out[key] = string(item, `${path}.${key.slice(0, 64)}`, MAX_TEXT_LENGTH);
+  return out;
+}
+
+const EPOCH_MS_MAX = 8.64e15; // the largest JavaScript Date
+
+function parameters(value: unknown, path: string): ProbeParameters {
+  const p = object(value, path, ["osType", "HostName", "Port", "OS", "Version"]);
+  return {
+    osType: string(p.osType, `${path}.osType`),
+    HostName: string(p.HostName, `${path}.HostName`),
+    Port: string(p.Port, `${path}.Port`),
+    OS: string(p.OS, `${path}.OS`),
+    Version: string(p.Version, `${path}.Version`),
+  };
+}
+
+function address(value: unknown, path: string, bounds: FrameBounds): DataviewAddress {
+  const a = object(value, path, ["managedEntity", "sampler", "samplerType", "dataview"]);
+  const max = Math.max(bounds.maxCellLength, MAX_NAME_LENGTH);
+  return {
+    managedEntity: string(a.managedEntity, `${path}.managedEntity`, max),
+    sampler: string(a.sampler, `${path}.sampler`, max),
+    samplerType: string(a.samplerType, `${path}.samplerType`, max),
+    dataview: string(a.dataview, `${path}.dataview`, max),
+  };
+}
+
+function cells(value: unknown, path: string, bounds: FrameBounds): WireCells {
+  const { maxColumns, maxCellLength } = bounds;
+  const list = array(value, path, maxColumns);
+  let count = 0;
+  for (let i = 0; i < list.length; i += 1) {
+    const cell = list[i];
+    if (typeof cell === "string") {
+      if (cell.length > maxCellLength) fail(`${path}[${i}]`, `longer than ${maxCellLength} characters`);
+      count += 1;
+    } else count += integer(cell, `${path}[${i}]`, 1, maxColumns);
+    if (count > maxColumns) fail(path, `spells out more than ${maxColumns} cells`);
+  }
+  return list as WireCells;
+}
+
+function columns(value: unknown, path: string, bounds: FrameBounds): readonly string[] {
+  const list = array(value, path, bounds.maxColumns);
+  list.forEach((column, i) => {
+    string(column, `${path}[${i}]`, bounds.maxCellLength);
+  });
+  return list as readonly string[];
+}
+
+function rowName(value: unknown, path: string, bounds: FrameBounds): string {
+  // A published name is the first cell plus at most `_duplicate<N>`.
+  return string(value, path, bounds.maxCellLength + 32);
+}
+
+function headlines(value: unknown, path: string): WireHeadlines {
+  const list = array(value, path, 64);
+  list.forEach((pair, i) => {
+    const p = array(pair, `${path}[${i}]`, 2);
+    if (p.length !== 2) fail(`${path}[${i}]`, "must be a [name, value] pair");
+    string(p[0], `${path}[${i}][0]`);
+    string(p[1], `${path}[${i}][1]`, MAX_TEXT_LENGTH);
+  });
+  return list as WireHeadlines;
+}
+
+function row(value: unknown, path: string, bounds: FrameBounds): WireRow {
+  const r = object(value, path, ["name", "cells"], ["at"]);
+  const out: WireRow = {
+    name: rowName(r.name, `${path}.name`, bounds),
+    cells: cells(r.cells, `${path}.cells`, bounds),
+  };
+  return r.at === undefined ? out : { ...out, at: integer(r.at, `${path}.at`, 0, EPOCH_MS_MAX) };
+}
+
+/** Validates one change (the `kind` decides its fields). */
+function change(value: unknown, path: string, bounds: FrameBounds): Change {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail(path, "must be an object");
+  const kind = (value as Json).kind;
+  const common = (c: Json) => ({
+    dataview: address(c.dataview, `${path}.dataview`, bounds),
+    at: integer(c.at, `${path}.at`, 0, EPOCH_MS_MAX),
+  });
+  switch (kind) {
+    case "row": {
+      const c = object(value, path, ["kind", "dataview", "at", "name", "cells"], ["columns"]);
+      const base = {
+        kind,
+        ...common(c),
+        name: rowName(c.name, `${path}.name`, bounds),
+        cells: cells(c.cells, `${path}.cells`, bounds),
+      } as const;
+      return c.columns === undefined
+        ? base
+        : { ...base, columns: columns(c.columns, `${path}.columns`, bounds) };
+    }
+    case "rowDelete": {
+      const c = object(value, path, ["kind", "dataview", "at", "name"]);
+      return { kind, ...common(c), name: rowName(c.name, `${path}.name`, bounds) };
+    }
+    case "dataview": {
+      const c = object(value, path, ["kind", "dataview", "at", "plugin", "columns", "rows", "headlines"]);
+      // A probe never holds more rows than its row limit; the frame size cap bounds the rest.
+      const rows = array(c.rows, `${path}.rows`, Number.MAX_SAFE_INTEGER);
+      return {
+        kind,
+        ...common(c),
+        plugin: string(c.plugin, `${path}.plugin`),
+        columns: columns(c.columns, `${path}.columns`, bounds),
+        rows: rows.map((r, i) => row(r, `${path}.rows[${i}]`, bounds)),
+        headlines: headlines(c.headlines, `${path}.headlines`),
+      };
+    }
+    case "dataviewDelete": {
+      const c = object(value, path, ["kind", "dataview", "at"]);
+      return { kind, ...common(c) };
+    }
+    case "headlines": {
+      const c = object(value, path, ["kind", "dataview", "at", "headlines"]);
+      return { kind, ...common(c), headlines: headlines(c.headlines, `${path}.headlines`) };
+    }
+    default:
+      return fail(`${path}.kind`, `unknown change kind ${JSON.stringify(kind)?.slice(0, 64)}`);
+  }
+}
+
+const SEQ_MAX = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Validates a frame a gateway received from a probe. Every field is checked; unknown fields are
+ * errors (the protocol is versioned, so a newer probe says so in `hello`).
+ */
+export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail("frame", "must be an object");
+  const type = (value as Json).type;
+  switch (type) {
+    case "hello": {
+      const f = object(value, "hello", ["type", "version", "probe", "parameters", "coalesced", "resumed"]);
+      return {
+        type,
+        version: integer(f.version, "hello.version", 0, SEQ_MAX),
+        probe: string(f.probe, "hello.probe"),
+        parameters: parameters(f.parameters, "hello.parameters"),
+        coalesced: integer(f.coalesced, "hello.coalesced", 0, SEQ_MAX),
+        resumed: boolean(f.resumed, "hello.resumed"),
+      };
+    }
+    case "parameters": {
+      const f = object(value, "parameters", ["type", "parameters"]);
+      return { type, parameters: parameters(f.parameters, "parameters.parameters") };
+    }
+    case "state": {
+      const f = object(value, "state", ["type", "seq", "items", "last"]);
+      const items = array(f.items, "state.items", bounds.maxBatchChanges);
+      return {
+        type,
+        seq: integer(f.seq, "state.seq", 1, SEQ_MAX),
+        items: items.map((item, i) => {
+          const c = change(item, `state.items[${i}]`, bounds);
+          if (c.kind !== "dataview" && c.kind !== "row") {
+            fail(`state.items[${i}].kind`, "a state holds only 'dataview' and 'row' items");
+          }
+          return c;
+        }),
+        last: boolean(f.last, "state.last"),
+      };
+    }
+    case "changes": {
+      const f = object(value, "changes", ["type", "seq", "changes"]);
+      const changes = array(f.changes, "changes.changes", bounds.maxBatchChanges);
+      if (changes.length === 0) fail("changes.changes", "must not be empty");
+      return {
+        type,
+        seq: integer(f.seq, "changes.seq", 1, SEQ_MAX),
+        changes: changes.map((c, i) => change(c, `changes.changes[${i}]`, bounds)),
+      };
+    }
+    case "heartbeat":
+      object(value, "heartbeat", ["type"]);
+      return { type };
+    case "bye": {
+      const f = object(value, "bye", ["type", "reason"]);
+      return { type, reason: string(f.reason, "bye.reason", MAX_TEXT_LENGTH) };
+    }
+    default:
+      return fail("frame.type", `unknown frame type ${JSON.stringify(type)?.slice(0, 64)}`);
+  }
+}
+
+function memoryProtection(value: unknown, path: string) {
+  const m = object(value, path, ["limitMb", "ratio"]);
+  return {
+    limitMb: number(m.limitMb, `${path}.limitMb`, 1, Number.MAX_SAFE_INTEGER),
+    ratio: number(m.ratio, `${path}.ratio`, Number.MIN_VALUE, 1),
+  };
+}
+
+function sampler(value: unknown, path: string): SamplerSetup {
+  const plugin = (value as Json | null)?.plugin;
+  if (plugin === "rest-api") {
+    const s = object(value, path, [
+      "name",
+      "type",
+      "plugin",
+      "bufferSize",
+      "rowLimit",
+      "verifyClientCertificate",
+      "clientCaCertificate",
+      "schema",
+    ]);
+    const ca = object(s.clientCaCertificate, `${path}.clientCaCertificate`, ["enabled", "path"]);
+    const schema = object(s.schema, `${path}.schema`, ["columns"]);
+    const declared = schema.columns;
+    if (declared === null || typeof declared !== "object" || Array.isArray(declared)) {
+      fail(`${path}.schema.columns`, "must be an object");
+    }
+    const schemaColumns: Record<string, ColumnSchema> = Object.create(null);
+    for (const [name, column] of Object.entries(declared)) {
+      const where = `${path}.schema.columns.${name.slice(0, 64)}`;
+      const c = object(column, where, ["type", "unit"]);
+      const type = c.type;
+      if (type !== "float64" && type !== "int64" && type !== "string") {
+        fail(`${where}.type`, "must be float64, int64 or string");
+      }
+      schemaColumns[name] = { type, unit: string(c.unit, `${where}.unit`) };
+    }
+    const restApi: RestApiSampler = {
+      name: string(s.name, `${path}.name`),
+      type: string(s.type, `${path}.type`),
+      plugin,
+      bufferSize: integer(s.bufferSize, `${path}.bufferSize`, 1, Number.MAX_SAFE_INTEGER),
+      rowLimit: integer(s.rowLimit, `${path}.rowLimit`, 0, Number.MAX_SAFE_INTEGER),
+      verifyClientCertificate: boolean(s.verifyClientCertificate, `${path}.verifyClientCertificate`),
+      clientCaCertificate: {
+        enabled: boolean(ca.enabled, `${path}.clientCaCertificate.enabled`),
+        path: string(ca.path, `${path}.clientCaCertificate.path`, MAX_TEXT_LENGTH),
+      },
+      schema: { columns: schemaColumns },
+    };
+    return restApi;
+  }
+  if (plugin === "fkm") {
+    const s = object(value, path, ["name", "type", "plugin", "sampleInterval", "source", "keywords"]);
+    const source = object(s.source, `${path}.source`, ["sampler", "stream"]);
+    const keywords = array(s.keywords, `${path}.keywords`, MAX_SETUP_ITEMS).map((k, i) => {
+      const keyword = object(k, `${path}.keywords[${i}]`, ["pattern", "severity"]);
+      const severity = keyword.severity;
+      if (!SEVERITIES.includes(severity as Severity)) {
+        fail(`${path}.keywords[${i}].severity`, `must be one of ${SEVERITIES.join(", ")}`);
+      }
+      return {
+        pattern: string(keyword.pattern, `${path}.keywords[${i}].pattern`, MAX_TEXT_LENGTH),
+        severity: severity as Severity,
+      };
+    });
+    const fkm: FkmSampler = {
+      name: string(s.name, `${path}.name`),
+      type: string(s.type, `${path}.type`),
+      plugin,
+      sampleInterval: number(s.sampleInterval, `${path}.sampleInterval`, Number.MIN_VALUE, Number.MAX_VALUE),
+      source: {
+        sampler: string(source.sampler, `${path}.source.sampler`),
+        stream: string(source.stream, `${path}.source.stream`),
+      },
+      keywords,
+    };
+    return fkm;
+  }
+  return fail(`${path}.plugin`, "must be 'rest-api' or 'fkm'");
+}
+
+/** Validates the probe's part of the setup as a gateway sends it. */
+export function parseProbeSetup(value: unknown, path: string): ProbeSetup {
+  const p = object(value, path, [
+    "name",
+    "hostname",
+    "restApiHttpPort",
+    "restApiHttpsPort",
+    "memoryProtection",
+    "managedEntities",
+  ]);
+  const entities = array(p.managedEntities, `${path}.managedEntities`, MAX_SETUP_ITEMS).map(
+    (e, i): ManagedEntitySetup => {
+      const where = `${path}.managedEntities[${i}]`;
+      const entity = object(e, where, ["name", "attributes", "samplers"]);
+      return {
+        name: string(entity.name, `${where}.name`),
+        attributes: stringRecord(entity.attributes, `${where}.attributes`),
+        samplers: array(entity.samplers, `${where}.samplers`, MAX_SETUP_ITEMS).map((s, j) =>
+          sampler(s, `${where}.samplers[${j}]`),
+        ),
+      };
+    },
+  );
+  return {
+    name: string(p.name, `${path}.name`),
+    hostname: string(p.hostname, `${path}.hostname`),
+    restApiHttpPort: integer(p.restApiHttpPort, `${path}.restApiHttpPort`, 0, 65535),
+    restApiHttpsPort: integer(p.restApiHttpsPort, `${path}.restApiHttpsPort`, 0, 65535),
+    memoryProtection: memoryProtection(p.memoryProtection, `${path}.memoryProtection`),
+    managedEntities: entities,
+  };
+}
+
+function limits(value: unknown, path: string): ProbeLimits {
+  const l = object(value, path, ["customDataviewMaxRows", "maxColumnsPerDataview", "maxCellLength"]);
+  return {
+    customDataviewMaxRows: integer(l.customDataviewMaxRows, `${path}.customDataviewMaxRows`, 0, SEQ_MAX),
+    maxColumnsPerDataview: integer(l.maxColumnsPerDataview, `${path}.maxColumnsPerDataview`, 1, SEQ_MAX),
+    maxCellLength: integer(l.maxCellLength, `${path}.maxCellLength`, 1, SEQ_MAX),
+  };
+}
+
+/** Validates a frame a probe received from its gateway. */
+export function parseGatewayFrame(value: unknown): GatewayFrame {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail("frame", "must be an object");
+  const type = (value as Json).type;
+  switch (type) {
+    case "welcome": {
+      const f = object(value, "welcome", [
+        "type",
+        "version",
+        "gateway",
+        "setup",
+        "limits",
+        "credit",
+        "maxBatchChanges",
+        "heartbeatMs",
+      ]);
+      return {
+        type,
+        version: integer(f.version, "welcome.version", 0, SEQ_MAX),
+        gateway: string(f.gateway, "welcome.gateway"),
+        setup: parseProbeSetup(f.setup, "welcome.setup"),
+        limits: limits(f.limits, "welcome.limits"),
+        credit: integer(f.credit, "welcome.credit", 1, 1_000_000),
+        maxBatchChanges: integer(f.maxBatchChanges, "welcome.maxBatchChanges", 1, 1_000_000),
+        heartbeatMs: integer(f.heartbeatMs, "welcome.heartbeatMs", 1, 3_600_000),
+      };
+    }
+    case "setup": {
+      const f = object(value, "setup", ["type", "setup", "limits"]);
+      return {
+        type,
+        setup: parseProbeSetup(f.setup, "setup.setup"),
+        limits: limits(f.limits, "setup.limits"),
+      };
+    }
+    case "ack": {
+      const f = object(value, "ack", ["type", "seq"]);
+      return { type, seq: integer(f.seq, "ack.seq", 1, SEQ_MAX) };
+    }
+    case "heartbeat":
+      object(value, "heartbeat", ["type"]);
+      return { type };
+    case "error": {
+      const f = object(value, "error", ["type", "code", "message"]);
+      const code = f.code;
+      if (!LINK_ERROR_CODES.includes(code as LinkErrorCode)) {
+        fail("error.code", `must be one of ${LINK_ERROR_CODES.join(", ")}`);
+      }
+      return {
+        type,
+        code: code as LinkErrorCode,
+        message: string(f.message, "error.message", MAX_TEXT_LENGTH),
+      };
+    }
+    default:
+      return fail("frame.type", `unknown frame type ${JSON.stringify(type)?.slice(0, 64)}`);
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * Whether a string is well-formed Unicode: no lone UTF-16 surrogate. Such strings cannot be written
+ * as UTF-8 (stores, files, sockets) without being altered, so every API refuses them at its edge.
+ * `String.prototype.isWellFormed` is ES2024 (Node 20 has it; the compiler's ES2023 library does not
+ * declare it, and raising the library would let other ES2024 calls that Node 20 lacks compile).
+ */
+export function isWellFormed(text: string): boolean {
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+}

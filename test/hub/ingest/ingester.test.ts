@@ -1,0 +1,246 @@
+/**
+ * Hub ingest on its own (DESIGN 1, 5.5), against a fake store that de-duplicates like the real ones
+ * and can refuse one message's data or be down: duplicates skipped, the message at fault found by
+ * halving and rejected while the rest commits, an outage thrown for the caller to retry, caches
+ * changed only after a commit, blank cells no samples, events kept.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { pino } from "pino";
+import type { Delivery } from "../../../src/bus/bus.js";
+import { MessageIdSource } from "../../../src/bus/envelope.js";
+import { Ingester } from "../../../src/hub/ingest/ingester.js";
+import {
+  type IngestBatch,
+  type MessageKey,
+  type Store,
+  StoreDataError,
+  type StoreTransaction,
+} from "../../../src/hub/store/store.js";
+import type { PublicV2Message } from "../../../src/messages/types.js";
+
+const logger = pino({ level: "silent" });
+
+const keyText = (k: MessageKey) => (k.kind === "seq" ? `${k.origin}.${k.seq}` : `#${k.hash}`);
+
+/** A store kept in arrays; commits are all-or-nothing like a transaction. */
+class FakeStore {
+  readonly claimed = new Set<string>();
+  readonly committed: IngestBatch[] = [];
+  transactions = 0;
+  down = 0;
+  poison = "POISON";
+
+  asStore(): Store {
+    return {
+      kind: "fake",
+      migrate: async () => {},
+      ingest: async (batch) => {
+        this.committed.push(batch);
+      },
+      listEntities: async () => [],
+      getEntity: async () => undefined,
+      listSeries: async () => [],
+      listEvents: async () => [],
+      queryMetrics: async () => [],
+      close: async () => {},
+      ping: async () => {
+        if (this.down > 0) throw new Error("connection refused");
+      },
+      transaction: async (work) => {
+        this.transactions += 1;
+        if (this.down > 0) {
+          this.down -= 1;
+          throw new Error("connection refused");
+        }
+        const claims = new Set<string>();
+        const writes: IngestBatch[] = [];
+        const tx: StoreTransaction = {
+          claim: async (keys) =>
+            keys.map((k) => {
+              const text = keyText(k);
+              if (this.claimed.has(text) || claims.has(text)) return false;
+              claims.add(text);
+              return true;
+            }),
+          write: async (batch) => {
+            if (batch.samples.some((s) => s.text === this.poison)) throw new StoreDataError("poison");
+            writes.push(batch);
+          },
+        };
+        const result = await work(tx);
+        for (const c of claims) this.claimed.add(c);
+        this.committed.push(...writes);
+        return result;
+      },
+    } as Store;
+  }
+
+  get samples() {
+    return this.committed.flatMap((b) => b.samples);
+  }
+}
+
+const target = (row: string) => ({
+  gateway: "GW",
+  probe: "p",
+  managedEntity: "me",
+  type: "",
+  sampler: "s",
+  dataview: "d",
+  row,
+  filter: { osType: "Linux", pluginName: "rest-api" },
+});
+const table = (row: string, cells: Record<string, string>): PublicV2Message => ({
+  type: "table",
+  operation: "update",
+  data: { sampleTime: "2026-01-01T00:00:00.000Z", target: target(row), row: cells },
+});
+
+function deliveries(messages: readonly PublicV2Message[], ids = new MessageIdSource("GW")): Delivery[] {
+  return ids.wrap(messages).map((e) => ({ id: e.id, message: e.message }));
+}
+
+describe("Ingester", () => {
+  test("a redelivered batch is stored once", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const batch = deliveries([table("a", { a: "1" }), table("b", { b: "2" })]);
+    assert.deepEqual(await ingester.ingest(batch), { stored: 2, duplicates: 0, rejected: [] });
+    assert.deepEqual(await ingester.ingest(batch), { stored: 0, duplicates: 2, rejected: [] });
+    assert.equal(fake.samples.length, 2);
+  });
+
+  test("messages without ids are known by their text: the same backfill twice counts once", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const body: Delivery[] = [table("a", { a: "1" }), table("a", { a: "1" })].map((message) => ({
+      id: undefined,
+      message,
+    }));
+    const first = await ingester.ingest(body);
+    assert.equal(first.stored, 1, "identical messages are one message");
+    assert.equal((await ingester.ingest(body)).duplicates, 2);
+  });
+
+  test("the one message the store refuses is found and rejected; the rest is stored", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const messages = Array.from({ length: 9 }, (_, i) =>
+      table(`r${i}`, { v: i === 6 ? "POISON" : String(i) }),
+    );
+    const result = await ingester.ingest(deliveries(messages));
+    assert.equal(result.stored, 8);
+    assert.equal(result.rejected.length, 1);
+    assert.equal(result.rejected[0]?.index, 6);
+    assert.match(result.rejected[0]?.reason ?? "", /store refused it: poison/);
+    assert.deepEqual(
+      fake.samples.map((s) => s.text),
+      ["0", "1", "2", "3", "4", "5", "7", "8"],
+    );
+  });
+
+  test("schema failures, non-JSON and lone surrogates are rejected with the reason before the store", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const result = await ingester.ingest([
+      { id: undefined, message: "{", parseError: "Unexpected end" },
+      { id: undefined, message: { type: "table" } },
+      { id: undefined, message: table("x", { v: "bad \uD800 text" }) },
+      { id: undefined, message: table("y", { v: "1" }) },
+    ]);
+    assert.deepEqual(
+      result.rejected.map((r) => r.index),
+      [0, 1, 2],
+    );
+    assert.match(result.rejected[0]?.reason ?? "", /^not JSON/);
+    assert.match(result.rejected[1]?.reason ?? "", /^not a public-v2 message/);
+    assert.match(result.rejected[2]?.reason ?? "", /well-formed.*\/data\/row\/v/);
+    assert.equal(result.stored, 1);
+  });
+
+  test("a store outage is thrown (the consumer retries); nothing is claimed or cached meanwhile", async () => {
+    const fake = new FakeStore();
+    fake.down = 1;
+    const ingester = new Ingester(fake.asStore(), logger);
+    const batch = deliveries([
+      {
+        type: "managedEntity",
+        operation: "create",
+        data: {
+          timestamp: "2026-01-01T00:00:00.000Z",
+          target: { gateway: "GW", probe: "p", managedEntity: "me" },
+          // Client-sent names are data: `__proto__` is an ordinary attribute name.
+          attributes: JSON.parse('{"Region": "emea", "__proto__": "x"}') as Record<string, string>,
+        },
+      },
+      table("a", { a: "1" }),
+    ]);
+    await assert.rejects(ingester.ingest(batch), /connection refused/);
+    assert.equal(fake.claimed.size, 0);
+    const again = await ingester.ingest(batch);
+    assert.equal(again.stored, 2);
+    // The entity was announced in the committed batch, so the table message did not create it again.
+    const upserts = fake.committed.flatMap((b) => b.entities);
+    assert.equal(upserts.length, 1);
+    assert.equal(upserts[0]?.attributes["user.Region"], "emea");
+    assert.equal(upserts[0]?.attributes["user.__proto__"], "x");
+  });
+
+  test("blank cells are no samples; severity, snooze and userassignment messages are kept as events", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const eventTarget = { gateway: "GW", probe: "p", managedEntity: "me" };
+    await ingester.ingest(
+      deliveries([
+        table("a", { a: "a", b: "", c: "3" }),
+        {
+          type: "severity",
+          operation: "update",
+          data: {
+            timestamp: "2026-01-01T00:00:01.000Z",
+            target: eventTarget,
+            data: {
+              severity: "CRITICAL",
+              active: true,
+              snoozed: false,
+              snoozedParents: 0,
+              userAssigned: false,
+            },
+          },
+        },
+        {
+          type: "snooze",
+          operation: "update",
+          data: {
+            timestamp: "2026-01-01T00:00:02.000Z",
+            target: { gateway: "GW" },
+            data: { snoozed: false, unsnoozedBy: "system" },
+          },
+        },
+        {
+          type: "userassignment",
+          operation: "update",
+          data: {
+            timestamp: "2026-01-01T00:00:03.000Z",
+            target: eventTarget,
+            data: { userAssigned: false, unassignedBy: "ann" },
+          },
+        },
+      ]),
+    );
+    assert.deepEqual(
+      fake.samples.map((s) => s.series.column),
+      ["a", "c"],
+    );
+    const events = fake.committed.flatMap((b) => b.events ?? []);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.entity?.managedEntity ?? null]),
+      [
+        ["severity", "me"],
+        ["snooze", null],
+        ["userassignment", "me"],
+      ],
+    );
+  });
+});
