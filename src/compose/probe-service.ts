@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Setup } from "../config/setup.js";
 import { probeLimits } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
-import { buildProbe } from "../probe/app.js";
+import { buildProbe, type Probe } from "../probe/app.js";
 import type { RunningService } from "./service.js";
 
 export interface ProbeServiceOptions {
@@ -19,8 +19,12 @@ export interface ProbeServiceOptions {
   readonly logger: Logger;
 }
 
+export interface ProbeService extends RunningService {
+  readonly probe: Probe;
+}
+
 /** Starts the probe (it listens once it has its setup); resolves with its URL. */
-export async function startProbeService(options: ProbeServiceOptions): Promise<RunningService> {
+export async function startProbeService(options: ProbeServiceOptions): Promise<ProbeService> {
   const { name, logger, setup } = options;
   const own = setup?.probes.find((p) => p.name === name);
   if (setup !== undefined && own === undefined) {
@@ -37,6 +41,7 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<R
   const { http } = await probe.start();
   logger.info({ service: "probe", probe: name, url: http }, "listening");
   return {
+    probe,
     urls: { [`probe:${name}`]: http },
     reload(next) {
       const mine = next.probes.find((p) => p.name === name);
