@@ -76,7 +76,10 @@ describe("a stalled store slows the probe down instead of growing memory", () =>
         accepted += 1;
         await response.arrayBuffer();
       } else if (response.status === 503) {
-        refused = { retryAfter: response.headers.get("retry-after"), body: await response.json() };
+        refused = {
+          retryAfter: response.headers.get("retry-after"),
+          body: (await response.json()) as { status: number; title: string },
+        };
       } else assert.fail(`unexpected ${response.status}: ${await response.text()}`);
     }
     assert.ok(refused !== undefined, "the probe answered 503 before 20,000 PUTs");

@@ -12,6 +12,7 @@ import { pino } from "pino";
 import { MessageIdSource } from "../../src/bus/envelope.js";
 import { createNatsSink } from "../../src/gateway/publish/nats-sink.js";
 import type { MessageOf } from "../../src/messages/types.js";
+import { countSamples } from "../helpers/hub-query.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
@@ -92,25 +93,13 @@ hub:
     return status.ingest;
   };
 
-  const count = async (url: string): Promise<number> => {
-    const response = await fetch(`${url}/v0/metrics/query`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        zoneId: "UTC",
-        filter: {
-          entities: "svc.name = me1",
-          range: { from: "2026-03-01T00:00:00Z", to: "2026-03-02T00:00:00Z" },
-        },
-        metrics: [{ identifier: "v", include: ["s/dv/{rowname}/v"] }],
-        aggregations: ["svc.count"],
-        bucketing: { duration: "P1D" },
-      }),
+  const count = (url: string): Promise<number> =>
+    countSamples(url, {
+      entity: "me1",
+      include: "s/dv/{rowname}/v",
+      from: "2026-03-01T00:00:00Z",
+      to: "2026-03-02T00:00:00Z",
     });
-    assert.equal(response.status, 200, await response.clone().text());
-    const body = (await response.json()) as { data: { metrics: { v: { "svc.count": number } } }[] };
-    return body.data.reduce((n, d) => n + d.metrics.v["svc.count"], 0);
-  };
 
   test("SIGKILL mid-stream, restart: every message stored exactly once", async () => {
     const sink = createNatsSink({ url: NATS_URL, ...names, logger: pino({ level: "silent" }) });

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { maxValue } from "../helpers/hub-query.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
@@ -49,29 +50,7 @@ async function put(url: string, body: unknown): Promise<number> {
   return response.status;
 }
 
-async function maxOf(hub: string, entity: string, include: string): Promise<number | undefined> {
-  const response = await fetch(`${hub}/v0/metrics/query`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      zoneId: "UTC",
-      filter: {
-        entities: `svc.name = ${entity}`,
-        range: {
-          from: new Date(Date.now() - 3_600_000).toISOString(),
-          to: new Date(Date.now() + 3_600_000).toISOString(),
-        },
-      },
-      metrics: [{ identifier: "m", include: [include] }],
-      aggregations: ["svc.max"],
-      bucketing: { duration: "P1D" },
-    }),
-  });
-  if (response.status !== 200) return undefined;
-  const body = (await response.json()) as { data: { metrics: { m: { "svc.max": number | null } } }[] };
-  const values = body.data.map((d) => d.metrics.m["svc.max"]).filter((v): v is number => v !== null);
-  return values.length === 0 ? undefined : Math.max(...values);
-}
+const maxOf = (hub: string, entity: string, include: string) => maxValue(hub, { entity, include });
 
 describe("vigil probe, gateway and hub as separate processes", {
   skip: reachable ? false : NATS_SKIP,

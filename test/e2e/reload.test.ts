@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { countSamples } from "../helpers/hub-query.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const setup = (extra: string) => `gateway: { name: GW-R, port: 0 }
@@ -28,27 +29,7 @@ async function put(url: string, body: unknown): Promise<number> {
   return response.status;
 }
 
-async function countOf(hub: string, include: string): Promise<number> {
-  const response = await fetch(`${hub}/v0/metrics/query`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      zoneId: "UTC",
-      filter: {
-        entities: "svc.name = me1",
-        range: {
-          from: new Date(Date.now() - 3_600_000).toISOString(),
-          to: new Date(Date.now() + 3_600_000).toISOString(),
-        },
-      },
-      metrics: [{ identifier: "m", include: [include] }],
-      aggregations: ["svc.count"],
-      bucketing: { duration: "P1D" },
-    }),
-  });
-  const body = (await response.json()) as { data: { metrics: { m: { "svc.count": number } } }[] };
-  return body.data.reduce((n, d) => n + d.metrics.m["svc.count"], 0);
-}
+const countOf = (hub: string, include: string) => countSamples(hub, { entity: "me1", include });
 
 describe("reload on SIGHUP and on a change of the setup file", () => {
   const dir = tempDir("reload");
