@@ -17,8 +17,9 @@ import {
 import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
 import type { SampleInput } from "../src/hub/store/store.js";
 import { asEpochMs } from "../src/ids.js";
+import { SMOKE } from "./settings.js";
 
-const SAMPLES = 1_000_000;
+const SAMPLES = SMOKE ? 200_000 : 1_000_000; // a smoke run (VIGIL_BENCH_SECONDS) writes fewer
 const BATCH = 5_000; // samples per ingest call (the in-process bus delivers up to 5 000 messages)
 const SERIES = 2_000;
 

@@ -83,14 +83,17 @@ export const SETUP_RELOAD_DEBOUNCE_MS = 100; // ms
 /** Most messages one publish batch carries, to a sink or from a bus consumer. */
 export const MAX_BATCH_MESSAGES = 2_000; // messages
 /** Messages one sink holds before the gateway stops taking probe changes (back-pressure). */
-export const SINK_BUFFER_MESSAGES = 50_000; // messages
+// Sized so that the buffers between a probe and the store hold about a second of what the hub
+// commits (~10k messages/s on 2 cores): under overload, back-pressure keeps the PUT→queryable delay
+// short instead of letting a backlog build (bench/end-to-end.bench.ts).
+export const SINK_BUFFER_MESSAGES = 4_000; // messages (≥ SINK_WINDOW_BATCHES × MAX_BATCH_MESSAGES)
 /** Batches one sink has in flight (published, not yet acknowledged). */
-export const SINK_WINDOW_BATCHES = 4; // batches
+export const SINK_WINDOW_BATCHES = 2; // batches
 /** First and largest delay between retries of a failed publish or store commit. */
 export const RETRY_INITIAL_MS = 100; // ms
 export const RETRY_MAX_MS = 5_000; // ms
 /** Probe change batches the gateway lets a probe have unacknowledged on its link (credit window). */
-export const LINK_CREDIT_BATCHES = 8; // batches
+export const LINK_CREDIT_BATCHES = 2; // batches
 /** Most changes one link batch carries. */
 export const LINK_BATCH_CHANGES = 500; // changes
 /** Changes a probe holds for its gateway before its ingest endpoints answer 503 (back-pressure). */
@@ -148,7 +151,7 @@ export const LINK_RECONNECT_MAX_MS = 10_000; // ms
  * Estimated size of the outgoing buffer beyond which ingest answers 503, whatever the count: a
  * queued PUT dataview holds a whole dataview.
  */
-export const PROBE_OUTGOING_BYTES = 64 * 1024 * 1024; // 64 MiB (estimate)
+export const PROBE_OUTGOING_BYTES = 256 * 1024; // 256 KiB (estimate)
 /**
  * Dataviews one sampler may hold: every map a client can grow has a bound (house rules). Far above
  * what a real source pushes; a PUT of a new dataview beyond it is a 400 (TOO_MANY_DATAVIEWS).
@@ -157,7 +160,7 @@ export const PROBE_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
 /** Time between two RSS reads; also how often a waiting gateway looks again. */
 export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
 /** DuckDB's `memory_limit` when none is given: enough for month-long percentile queries. */
-export const DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB";
+export const DEFAULT_DUCKDB_MEMORY_LIMIT = "512MB";
 /**
  * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
  * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice
@@ -165,7 +168,7 @@ export const DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB";
  */
 export const LINK_MAX_FRAME_BYTES = 64 * 1024 * 1024; // 64 MiB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
-export const LINK_BATCH_TARGET_BYTES = 1024 * 1024; // 1 MiB (estimate, UTF-16 code units)
+export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**
  * Columns and cell length a gateway accepts on a link whatever its setup says. The setup's limits
  * are enforced where data enters (the probe's ingest endpoints); the link only refuses what no
@@ -178,3 +181,16 @@ export const LINK_MAX_CELL_LENGTH = 1024 * 1024; // UTF-16 code units
 export const MAX_CONCURRENT_BACKFILLS = 2;
 /** Time a probe waits for the WebSocket handshake before it gives up and retries. */
 export const LINK_HANDSHAKE_TIMEOUT_MS = 10_000; // ms
+/**
+ * Messages the hubs' durable consumer may lag behind the stream before the NATS target holds back its
+ * acknowledgements (back-pressure through the bus): about a second of what a hub commits.
+ */
+export const NATS_MAX_CONSUMER_LAG = 4_000; // messages
+/** How often the NATS target looks at the consumer's lag while it matters. */
+export const NATS_LAG_CHECK_MS = 200; // ms
+/**
+ * Longest an ingest request waits for room in the probe's outgoing buffer before it is answered 503,
+ * and how many requests may wait at once (each holds its body; the rest get the 503 at once).
+ */
+export const PROBE_BACKLOG_WAIT_MS = 250; // ms
+export const PROBE_BACKLOG_WAITERS = 8; // requests

@@ -56,13 +56,13 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const http = createHttpApp({ logger: log });
   const ingester = new Ingester(store, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
-  // Past its memory threshold the hub takes no new work: backfill answers 503, and consumed
-  // batches are refused so the bus delivers them again later (DESIGN 3.5, issue 6).
+  // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:
+  // storing them is what frees the buffers upstream (refusing them deadlocked `vigil up`, where the
+  // probe's backlog shares the hub's RSS), and the bus bounds what a consumer holds.
   const memory = new MemoryProtection("hub", () => setup.hub.memoryProtection);
 
   /** Handles one consumed batch; resolves once it is committed and its rejects are dead-lettered. */
   const handle = async (batch: readonly Delivery[]): Promise<void> => {
-    memory.check();
     const result = await ingester.ingest(batch);
     await deadLetters.append(
       result.rejected.map((r) => {

@@ -20,6 +20,7 @@ import {
   DEFAULT_PROBE_HOSTNAME,
   DEFAULT_REST_API_HTTP_PORT,
   DEFAULT_REST_API_HTTPS_PORT,
+  PROBE_BACKLOG_WAIT_MS,
   PROBE_MAX_DATAVIEWS_PER_SAMPLER,
 } from "../config/defaults.js";
 import type { ProbeSetup } from "../config/setup.js";
@@ -232,7 +233,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     (handler: (request: FastifyRequest, reply: FastifyReply) => unknown) =>
     async (request: FastifyRequest, reply: FastifyReply) => {
       memory.check();
-      link.checkCapacity();
+      await link.waitForCapacity(PROBE_BACKLOG_WAIT_MS);
       return handler(request, reply);
     };
 

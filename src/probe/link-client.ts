@@ -18,6 +18,7 @@ import {
   LINK_HEARTBEAT_MS,
   LINK_RECONNECT_MAX_MS,
   LINK_RECONNECT_MIN_MS,
+  PROBE_BACKLOG_WAITERS,
   PROBE_OUTGOING_BYTES,
   PROBE_OUTGOING_CHANGES,
   RETRY_AFTER_SECONDS,
@@ -123,6 +124,8 @@ export class ProbeLinkClient {
   private nextDelayMs: number | undefined;
   /** Changes coalesced into a state since the process started, and since the last log line. */
   private coalescedTotal = 0;
+  /** Requests waiting in `waitForCapacity`. */
+  private capacityWaiters = 0;
   /** Whether a gateway ever welcomed this probe process (its next hello says `resumed`). */
   private everWelcomed = false;
   private coalescedPending = 0;
@@ -159,12 +162,35 @@ export class ProbeLinkClient {
    */
   checkCapacity(): void {
     const pending = this.outgoing.length - this.outgoingHead;
-    if (pending < this.maxChanges && this.outgoingBytes < this.maxBytes) return;
+    if (this.hasCapacity()) return;
     throw new VigilError(
       "INGEST_BACKLOG",
       { pending, limit: this.maxChanges },
       { headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } },
     );
+  }
+
+  /** Whether the outgoing buffer has room for another request's changes. */
+  hasCapacity(): boolean {
+    return this.outgoing.length - this.outgoingHead < this.maxChanges && this.outgoingBytes < this.maxBytes;
+  }
+
+  /**
+   * Waits up to `maxWaitMs` for room in the outgoing buffer, then checks it like `checkCapacity()`.
+   * A request that waits a moment and is then taken keeps a client busy where an immediate 503 would
+   * idle it for a whole `Retry-After` second; at most PROBE_BACKLOG_WAITERS requests wait at once
+   * (each holds its body), the others get the 503 at once.
+   */
+  async waitForCapacity(maxWaitMs: number): Promise<void> {
+    if (!this.hasCapacity() && this.capacityWaiters < PROBE_BACKLOG_WAITERS) {
+      this.capacityWaiters += 1;
+      try {
+        await this.waitUntil(() => this.hasCapacity() || this.stopped, Date.now() + maxWaitMs);
+      } finally {
+        this.capacityWaiters -= 1;
+      }
+    }
+    this.checkCapacity();
   }
 
   /** Hands the changes of one accepted request to the link (queued, or coalesced while down). */

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, describe, test } from "node:test";
 import { pino } from "pino";
+import { LINK_CREDIT_BATCHES } from "../../src/config/defaults.js";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildGateway } from "../../src/gateway/app.js";
 import type { TableMessage } from "../../src/messages/types.js";
@@ -60,7 +61,7 @@ describe("gateway HTTP", () => {
     assert.equal(links.length, 1);
     assert.equal(links[0]?.probe, "p1");
     assert.equal(links[0]?.remote, "in-process");
-    assert.equal(links[0]?.credit, 8);
+    assert.equal(links[0]?.credit, LINK_CREDIT_BATCHES);
     assert.equal(links[0]?.coalesced, 0);
     assert.deepEqual(status.publisher, publisher.status());
   });

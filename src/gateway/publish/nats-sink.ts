@@ -9,8 +9,16 @@
  * {@link SinkChannel} in front sends the batch again with back-off. NATS being down never throws at
  * construction and never piles data up in the client: while the connection is down, a publish
  * waits at most the publish timeout for it to come back, then rejects without sending anything.
+ * While the hubs' durable consumer lags more than NATS_MAX_CONSUMER_LAG messages behind, a batch's
+ * acknowledgement waits (back-pressure through the bus, so the PUT→queryable delay stays short).
  */
-import { type JetStreamClient, jetstream, jetstreamManager, type PubAck } from "@nats-io/jetstream";
+import {
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  type PubAck,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Envelope } from "../../bus/envelope.js";
@@ -22,6 +30,7 @@ import {
   NATS_PUBLISH_TIMEOUT_MS,
   subjectOf,
 } from "../../bus/nats/nats-stream.js";
+import { NATS_DEFAULT_DURABLE, NATS_LAG_CHECK_MS, NATS_MAX_CONSUMER_LAG } from "../../config/defaults.js";
 import type { Sink } from "./sink.js";
 
 /** Room kept under the server's max_payload for the protocol's header framing. */
@@ -37,6 +46,13 @@ export interface NatsSinkOptions {
   readonly logger: Logger;
   /** Longest wait for one acknowledgement, and for a lost connection; default 5 s. */
   readonly publishTimeoutMs?: number;
+  /**
+   * The hubs' durable consumer whose lag throttles this sink (default `vigil-hub`), and the lag
+   * (messages published and not yet acknowledged by a hub) past which a batch's acknowledgement
+   * waits; default NATS_MAX_CONSUMER_LAG; 0 turns the throttle off.
+   */
+  readonly durable?: string;
+  readonly maxConsumerLag?: number;
   /** Duplicate window of a stream this sink creates; default 2 min. */
   readonly duplicateWindowMs?: number;
   /** First and largest delay between two first-connection attempts; defaults 100 ms and 5 s. */
@@ -64,7 +80,12 @@ export class NatsSink implements Sink {
   /** The JetStream client of the connection the stream was last checked on. */
   private js: JetStreamClient | undefined;
   private jsOf: NatsConnection | undefined;
+  private jsm: JetStreamManager | undefined;
   private closed = false;
+  /** The hubs' consumer lag at the last look, and when that was (DESIGN 1: bounded at every hop). */
+  private lag: number | undefined;
+  private lagCheckedAt = Number.NEGATIVE_INFINITY;
+  private throttled = false;
   private acknowledged = 0;
   private duplicates = 0;
   private droppedTooLarge = 0;
@@ -130,6 +151,7 @@ export class NatsSink implements Sink {
           cause: firstError,
         });
       }
+      await this.whileHubsLag();
     } catch (error) {
       this.js = undefined;
       this.jsOf = undefined;
@@ -152,6 +174,47 @@ export class NatsSink implements Sink {
     await this.link.close();
   }
 
+  /**
+   * The stream is a hop too (DESIGN 1: bounded work in flight at every hop): while the hubs' durable
+   * consumer has more than `maxConsumerLag` messages it has not acknowledged, the batch's
+   * acknowledgement waits, so the gateway's buffer fills and its probes slow down instead of a
+   * backlog growing in the stream. No consumer yet (no hub started), or a failed look: no wait —
+   * the stream holds the messages durably until a hub comes.
+   */
+  private async whileHubsLag(): Promise<void> {
+    const maxLag = this.options.maxConsumerLag ?? NATS_MAX_CONSUMER_LAG;
+    if (maxLag <= 0) return;
+    for (;;) {
+      const lag = await this.consumerLag();
+      const over = lag !== undefined && lag > maxLag && !this.closed;
+      if (over !== this.throttled) {
+        this.throttled = over;
+        this.log.info({ lag, maxLag }, over ? "hubs lag behind; slowing publication" : "hubs caught up");
+      }
+      if (!over) return;
+      await new Promise((resolve) => setTimeout(resolve, NATS_LAG_CHECK_MS));
+    }
+  }
+
+  /** The durable consumer's lag, looked up at most every NATS_LAG_CHECK_MS; undefined when unknown. */
+  private async consumerLag(): Promise<number | undefined> {
+    const now = Date.now();
+    if (now - this.lagCheckedAt < NATS_LAG_CHECK_MS) return this.lag;
+    this.lagCheckedAt = now;
+    const jsm = this.jsm;
+    if (jsm === undefined) return undefined;
+    try {
+      const info = await jsm.consumers.info(
+        this.options.stream,
+        this.options.durable ?? NATS_DEFAULT_DURABLE,
+      );
+      this.lag = info.num_pending + info.num_ack_pending;
+    } catch {
+      this.lag = undefined;
+    }
+    return this.lag;
+  }
+
   /** Checks the stream once per connection (creating it when missing) and returns the client. */
   private async ready(nc: NatsConnection): Promise<JetStreamClient> {
     if (this.js !== undefined && this.jsOf === nc) return this.js;
@@ -168,6 +231,7 @@ export class NatsSink implements Sink {
       this.log,
     );
     const js = jetstream(nc, { timeout: this.timeoutMs });
+    this.jsm = jsm;
     this.js = js;
     this.jsOf = nc;
     return js;

@@ -7,6 +7,7 @@ import { StorageType } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { MessageIdSource } from "../../../src/bus/envelope.js";
+import { createNatsConsumer } from "../../../src/bus/nats/nats-consumer.js";
 import { createNatsSink, type NatsSink } from "../../../src/gateway/publish/nats-sink.js";
 import {
   closedPort,
@@ -67,6 +68,48 @@ describe("NATS sink", { skip: reachable ? false : NATS_SKIP }, () => {
       stored.map((m) => m.subject.slice(names.subjectPrefix.length + 1)),
       ["entities", "metrics", "events"],
     );
+  });
+
+  it("holds back acknowledgements while the hubs' consumer lags, and lets go once it catches up", async () => {
+    const names = uniqueNames("lag");
+    admin.track(names.stream);
+    const sink = createNatsSink({
+      url: NATS_URL,
+      ...names,
+      durable: names.durable,
+      maxConsumerLag: 5,
+      logger: silent,
+    });
+    sinks.push(sink);
+    await sink.publish(tableEnvelopes(3)); // no consumer yet: nothing to wait for
+    // A hub's durable consumer exists but takes nothing yet: 3 + 10 messages lag behind.
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const handled: number[] = [];
+    const consumer = createNatsConsumer({ url: NATS_URL, ...names, durable: names.durable, logger: silent });
+    await consumer.start(async (batch) => {
+      await gate;
+      handled.push(batch.length);
+    });
+    // The sink looks at the lag at most every 200 ms; let its "no consumer yet" look expire.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const ids = new MessageIdSource("GW-lag");
+    let acknowledged = false;
+    const publishing = sink
+      .publish(ids.wrap(Array.from({ length: 10 }, (_, i) => tableMessage(`r${i}`))))
+      .then(() => {
+        acknowledged = true;
+      });
+    // The messages are in the stream, but the batch is not acknowledged while the consumer lags.
+    await waitForStored(admin, names.stream, 13);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(acknowledged, false, "the acknowledgement waits for the hubs");
+    release();
+    await publishing;
+    assert.equal(acknowledged, true);
+    await consumer.stop(1_000);
   });
 
   it("stores a batch published twice once, thanks to the duplicate window", async () => {
@@ -190,3 +233,12 @@ describe("NATS sink without a server", () => {
     );
   });
 });
+
+async function waitForStored(admin: NatsAdmin, stream: string, count: number): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const info = await admin.jsm.streams.info(stream);
+    if (info.state.messages >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`the stream never held ${count} messages`);
+}

@@ -1,0 +1,16 @@
+/**
+ * The client side of `loadInChild()` (bench/load.ts): receives one plan over IPC, runs it with
+ * `load()` in this process, sends the result back and exits. Not a benchmark by itself.
+ */
+import { type ChildLoadRequest, load } from "./load.js";
+
+process.once("message", (message) => {
+  const { plan, options } = message as ChildLoadRequest;
+  load(plan, options).then(
+    (result) => process.send?.(result, () => process.disconnect()),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+});
