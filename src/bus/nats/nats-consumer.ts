@@ -67,6 +67,8 @@ type Problem = "nats" | "handler";
 
 /** Margin past a pull's expiry before a `nak`ed message may come back (the server's clock runs a bit later). */
 const PULL_EXPIRY_SLACK_MS = 250; // ms
+/** Batches asked for in one pull request. */
+const PULL_BATCHES = 2;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -293,7 +295,12 @@ export class NatsConsumer implements BusConsumer {
     const signal = this.abort.signal;
     if (signal.aborted) return 0;
     const expiresAt = Date.now() + this.fetchExpiresMs;
-    const messages = await consumer.fetch({ max_messages: this.batchSize, expires: this.fetchExpiresMs });
+    // Two batches per pull: while the handler commits one batch, the next arrives (fewer idle
+    // round trips between pulls under load).
+    const messages = await consumer.fetch({
+      max_messages: this.batchSize * PULL_BATCHES,
+      expires: this.fetchExpiresMs,
+    });
     this.fetching = messages;
     if (signal.aborted) messages.stop();
     let held: JsMsg[] = [];
