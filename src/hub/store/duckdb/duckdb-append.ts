@@ -42,6 +42,33 @@ export async function appendRows(
   }
 }
 
+/**
+ * Bulk-loads columns into `table` (every column, in table order; all the same length), one
+ * DataChunk per 2048 rows. For hot paths: no array per row is built.
+ */
+export async function appendColumns(
+  connection: DuckDBConnection,
+  table: string,
+  types: readonly DuckDBType[],
+  columns: readonly (readonly DuckDBValue[])[],
+): Promise<void> {
+  const length = columns[0]?.length ?? 0;
+  if (length === 0) return;
+  const appender: DuckDBAppender = await connection.createAppender(table);
+  try {
+    for (let start = 0; start < length; start += CHUNK_ROWS) {
+      const end = Math.min(length, start + CHUNK_ROWS);
+      const chunk = DuckDBDataChunk.create(types, end - start);
+      columns.forEach((values, column) => {
+        chunk.setColumnValues(column, start === 0 && end === length ? values : values.slice(start, end));
+      });
+      appender.appendDataChunk(chunk);
+    }
+  } finally {
+    appender.closeSync();
+  }
+}
+
 /** A TIMESTAMPTZ value from epoch milliseconds (whole ones: see data-checks.ts). */
 export const timestampTz = (ms: number): DuckDBTimestampTZValue =>
   new DuckDBTimestampTZValue(BigInt(ms) * US_PER_MS);

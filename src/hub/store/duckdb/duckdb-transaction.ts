@@ -17,6 +17,7 @@
 import {
   DOUBLE,
   type DuckDBConnection,
+  type DuckDBTimestampTZValue,
   type DuckDBValue,
   INTEGER,
   LIST,
@@ -45,7 +46,7 @@ import {
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
-import { appendRows, timestampTz, toNumber } from "./duckdb-append.js";
+import { appendColumns, appendRows, timestampTz, toNumber } from "./duckdb-append.js";
 import { claimMessageKeys } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
 
@@ -488,18 +489,39 @@ export class DuckDbTransaction implements StoreTransaction {
   ): Promise<void> {
     if (samples.length === 0) return;
     let span = this.pending.span;
-    const rows = samples.map((sample, i) => {
+    // Columns, not rows, and one TIMESTAMPTZ value per run of samples with the same time (the
+    // cells of one row): this loop runs once per sample.
+    const n = samples.length;
+    const ids: number[] = new Array(n);
+    const times: DuckDBTimestampTZValue[] = new Array(n);
+    const values: (number | null)[] = new Array(n);
+    const texts: string[] = new Array(n);
+    let lastAt = Number.NaN;
+    let lastTime: DuckDBTimestampTZValue | undefined;
+    for (let i = 0; i < n; i++) {
+      const sample = samples[i] as SampleInput;
       const id = slots[sampleSlots[i] as number]?.id;
       if (id === undefined) throw new Error("internal: a sample's series has no id");
       const at = sample.at;
-      if (span === null) span = { firstMs: at, lastMs: at };
-      else if (at < span.firstMs) span.firstMs = at;
-      else if (at > span.lastMs) span.lastMs = at;
+      if (at !== lastAt || lastTime === undefined) {
+        lastAt = at;
+        lastTime = timestampTz(at);
+        if (span === null) span = { firstMs: at, lastMs: at };
+        else if (at < span.firstMs) span.firstMs = at;
+        else if (at > span.lastMs) span.lastMs = at;
+      }
+      ids[i] = id;
+      times[i] = lastTime;
       // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
-      const value = sample.value !== null && Number.isFinite(sample.value) ? sample.value : null;
-      return [id, timestampTz(at), value, sample.text];
-    });
-    await appendRows(this.c, "samples", [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR], rows);
+      values[i] = sample.value !== null && Number.isFinite(sample.value) ? sample.value : null;
+      texts[i] = sample.text;
+    }
+    await appendColumns(
+      this.c,
+      "samples",
+      [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR],
+      [ids, times, values, texts],
+    );
     this.pending.span = span;
   }
 }
