@@ -159,8 +159,13 @@ export const PROBE_OUTGOING_BYTES = 256 * 1024; // 256 KiB (estimate)
 export const PROBE_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
 /** Time between two RSS reads; also how often a waiting gateway looks again. */
 export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
-/** DuckDB's `memory_limit` when none is given: enough for month-long percentile queries. */
-export const DEFAULT_DUCKDB_MEMORY_LIMIT = "512MB";
+/**
+ * DuckDB's `memory_limit` when none is given: with the hub's own heap, a hub under the end-to-end load
+ * stays under 1 GiB (docs/performance.md). Sorting and joins spill to DuckDB's temporary folder beside
+ * the file past it; an aggregation that cannot spill fails the query (logged). Sizing it from the
+ * machine is the performance issue's.
+ */
+export const DEFAULT_DUCKDB_MEMORY_LIMIT = "384MB";
 /**
  * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
  * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice

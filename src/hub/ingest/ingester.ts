@@ -266,18 +266,17 @@ export class Ingester {
       this.upsert(batch, key, {}, false, sampleTime);
     }
     const at: EpochMs = asEpochMs(Date.parse(sampleTime));
-    const series = {
-      sampler: target.sampler,
-      samplerType: target.type,
-      dataview: target.dataview,
-      row: target.row ?? "",
-    };
-    for (const [column, value] of Object.entries(row)) {
+    const { sampler, type: samplerType, dataview } = target;
+    const rowName = target.row ?? "";
+    // Once per cell: plain literals of one shape, no spread and no entry pairs (allocation is what a
+    // loaded hub spends its time on).
+    for (const column of Object.keys(row)) {
+      const value = row[column] as string;
       // A blank cell is no sample and creates no series (issue 6: wide sparse dataviews).
       if (value === "") continue;
       batch.samples.push({
         entity: key,
-        series: { ...series, column },
+        series: { sampler, samplerType, dataview, row: rowName, column },
         at,
         text: value,
         value: numericValue(value),

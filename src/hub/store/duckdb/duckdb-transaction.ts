@@ -179,12 +179,12 @@ export class DuckDbTransaction implements StoreTransaction {
     }
     for (const event of events) checkEvent(event);
 
-    const { slots, sampleSlots, counts } = await this.resolveSeries(batch.samples);
+    const { slots, sampleSlots, sampleIds, counts } = await this.resolveSeries(batch.samples);
 
     try {
       for (const upsert of batch.entities) await this.upsertEntity(upsert);
       await this.appendSeries(slots, counts);
-      await this.appendSamples(batch.samples, slots, sampleSlots);
+      await this.appendSamples(batch.samples, slots, sampleSlots, sampleIds);
       if (events.length > 0) {
         const entities: (EntityId | null)[] = [];
         for (const event of events) {
@@ -213,12 +213,15 @@ export class DuckDbTransaction implements StoreTransaction {
    */
   private async resolveSeries(samples: readonly SampleInput[]): Promise<{
     slots: SeriesSlot[];
+    /** Per sample: its slot, or -1 when its series id was cached (then in `sampleIds`). */
     sampleSlots: number[];
+    sampleIds: number[];
     counts: Map<string, number>;
   }> {
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, number>();
     const sampleSlots: number[] = new Array(samples.length);
+    const sampleIds: number[] = new Array(samples.length);
     const misses: SeriesSlot[] = [];
     // Samples of one message usually share their entity key object: resolve it once for a run.
     let lastEntity: EntityKey | undefined;
@@ -247,31 +250,34 @@ export class DuckDbTransaction implements StoreTransaction {
         lastSeries = s;
       }
       const cacheKey = entity === undefined ? undefined : seriesKeyOf(prefix, s.column);
+      // The common case, a series stored before: no slot, no check (what was stored is valid).
+      if (cacheKey !== undefined) {
+        const hit = this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
+        if (hit !== undefined) {
+          sampleSlots[i] = -1;
+          sampleIds[i] = hit;
+          return;
+        }
+      }
       // A series of an entity this write creates is new; the prefix keeps its key apart from ids.
       const key = cacheKey ?? `?${entityKey}${seriesKeyString(asEntityId(0), sample.series)}`;
       let slot = slotOf.get(key);
       if (slot === undefined) {
         slot = slots.length;
         slotOf.set(key, slot);
-        const id =
-          cacheKey === undefined
-            ? undefined
-            : (this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey));
         const entry: SeriesSlot = {
           entity: sample.entity,
           entityKey,
           entityId: entity?.id,
           cacheKey,
           series: sample.series,
-          id,
+          id: undefined,
           lookedUp: false,
         };
-        if (id === undefined) {
-          // A cached key was stored, so it is valid; anything else is checked before use.
-          checkSeriesKey(sample.series);
-          if (entity === undefined) checkEntityKey(sample.entity);
-          else misses.push(entry);
-        }
+        // Not cached: checked before use, and looked up in the database when its entity exists.
+        checkSeriesKey(sample.series);
+        if (entity === undefined) checkEntityKey(sample.entity);
+        else misses.push(entry);
         slots.push(entry);
       }
       sampleSlots[i] = slot;
@@ -287,7 +293,7 @@ export class DuckDbTransaction implements StoreTransaction {
       else a.count += 1;
     }
     const counts = new Map<string, number>();
-    if (added.size === 0) return { slots, sampleSlots, counts };
+    if (added.size === 0) return { slots, sampleSlots, sampleIds, counts };
     const unknown: EntityId[] = [];
     for (const { id } of added.values()) {
       if (id !== undefined && this.storedCount(id) === undefined) unknown.push(id);
@@ -306,7 +312,7 @@ export class DuckDbTransaction implements StoreTransaction {
       }
       counts.set(entityKey, after);
     }
-    return { slots, sampleSlots, counts };
+    return { slots, sampleSlots, sampleIds, counts };
   }
 
   private storedCount(entity: EntityId): number | undefined {
@@ -486,6 +492,7 @@ export class DuckDbTransaction implements StoreTransaction {
     samples: readonly SampleInput[],
     slots: readonly SeriesSlot[],
     sampleSlots: readonly number[],
+    sampleIds: readonly number[],
   ): Promise<void> {
     if (samples.length === 0) return;
     let span = this.pending.span;
@@ -500,7 +507,8 @@ export class DuckDbTransaction implements StoreTransaction {
     let lastTime: DuckDBTimestampTZValue | undefined;
     for (let i = 0; i < n; i++) {
       const sample = samples[i] as SampleInput;
-      const id = slots[sampleSlots[i] as number]?.id;
+      const slot = sampleSlots[i] as number;
+      const id = slot === -1 ? sampleIds[i] : slots[slot]?.id;
       if (id === undefined) throw new Error("internal: a sample's series has no id");
       const at = sample.at;
       if (at !== lastAt || lastTime === undefined) {
