@@ -81,12 +81,12 @@ export const SETUP_RELOAD_DEBOUNCE_MS = 100; // ms
 
 // Hand-offs (DESIGN 1): every stage holds a bounded amount of unacknowledged work.
 /** Most messages one publish batch carries, to a sink or from a bus consumer. */
-export const MAX_BATCH_MESSAGES = 2_000; // messages
+export const MAX_BATCH_MESSAGES = 1_000; // messages
 /** Messages one sink holds before the gateway stops taking probe changes (back-pressure). */
 // Sized so that the buffers between a probe and the store hold about a second of what the hub
 // commits (~10k messages/s on 2 cores): under overload, back-pressure keeps the PUT→queryable delay
 // short instead of letting a backlog build (bench/end-to-end.bench.ts).
-export const SINK_BUFFER_MESSAGES = 4_000; // messages (≥ SINK_WINDOW_BATCHES × MAX_BATCH_MESSAGES)
+export const SINK_BUFFER_MESSAGES = 2_000; // messages (≥ SINK_WINDOW_BATCHES × MAX_BATCH_MESSAGES)
 /** Batches one sink has in flight (published, not yet acknowledged). */
 export const SINK_WINDOW_BATCHES = 2; // batches
 /** First and largest delay between retries of a failed publish or store commit. */
@@ -190,9 +190,9 @@ export const LINK_HANDSHAKE_TIMEOUT_MS = 10_000; // ms
  * Messages the hubs' durable consumer may lag behind the stream before the NATS target holds back its
  * acknowledgements (back-pressure through the bus): about a second of what a hub commits.
  */
-export const NATS_MAX_CONSUMER_LAG = 4_000; // messages
+export const NATS_MAX_CONSUMER_LAG = 3_000; // messages
 /** How often the NATS target looks at the consumer's lag while it matters. */
-export const NATS_LAG_CHECK_MS = 200; // ms
+export const NATS_LAG_CHECK_MS = 50; // ms
 /**
  * Longest an ingest request waits for room in the probe's outgoing buffer before it is answered 503,
  * and how many requests may wait at once (each holds its body; the rest get the 503 at once).

@@ -48,7 +48,7 @@ export interface NatsConsumerOptions {
   readonly subjectPrefix: string;
   /** Durable consumer name the hubs share; default `vigil-hub`. */
   readonly durable?: string;
-  /** Most messages per handler call, 1 to 2,000; default 2,000. */
+  /** Most messages per handler call, 1 to MAX_BATCH_MESSAGES (1,000), which is the default. */
   readonly batchSize?: number;
   readonly logger: Logger;
   /** Ack wait of a durable consumer created here; default 30 s. */

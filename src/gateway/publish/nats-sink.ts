@@ -9,8 +9,8 @@
  * {@link SinkChannel} in front sends the batch again with back-off. NATS being down never throws at
  * construction and never piles data up in the client: while the connection is down, a publish
  * waits at most the publish timeout for it to come back, then rejects without sending anything.
- * While the hubs' durable consumer lags more than NATS_MAX_CONSUMER_LAG messages behind, a batch's
- * acknowledgement waits (back-pressure through the bus, so the PUT→queryable delay stays short).
+ * While the hubs' durable consumer lags more than NATS_MAX_CONSUMER_LAG messages behind, a batch
+ * waits before it is published (back-pressure through the bus, so the PUT→queryable delay stays short).
  */
 import {
   type JetStreamClient,
@@ -86,6 +86,8 @@ export class NatsSink implements Sink {
   private lag: number | undefined;
   private lagCheckedAt = Number.NEGATIVE_INFINITY;
   private throttled = false;
+  /** The lag gate's queue: the batch before this one has passed it when this resolves. */
+  private gate: Promise<void> = Promise.resolve();
   private acknowledged = 0;
   private duplicates = 0;
   private droppedTooLarge = 0;
@@ -117,6 +119,12 @@ export class NatsSink implements Sink {
     try {
       const nc = await this.link.whenUp(this.timeoutMs);
       const js = await this.ready(nc);
+      // Wait before publishing while the hubs lag: the stream then holds at most the bound plus the
+      // channel's window, and the batch's acknowledgement waits with it. Batches pass this gate one
+      // after another, in the order they came, so the stream keeps the publication order.
+      const turn = this.gate.then(() => this.whileHubsLag());
+      this.gate = turn.catch(() => undefined);
+      await turn;
       const maxPayload = nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
       const acks: Promise<PubAck>[] = [];
       for (const envelope of batch) {
@@ -151,7 +159,6 @@ export class NatsSink implements Sink {
           cause: firstError,
         });
       }
-      await this.whileHubsLag();
     } catch (error) {
       this.js = undefined;
       this.jsOf = undefined;

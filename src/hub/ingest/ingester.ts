@@ -46,6 +46,9 @@ export function numericValue(text: string): number | null {
   return Number.isFinite(value) ? value : null;
 }
 
+/** The `at` of an entity the hub creates from metrics alone: older than any real update. */
+const EPOCH_START = new Date(0).toISOString();
+
 const entityKeyText = (key: EntityKey): string => JSON.stringify([key.gateway, key.probe, key.managedEntity]);
 const probeKeyText = (gateway: string, probe: string): string => JSON.stringify([gateway, probe]);
 
@@ -263,7 +266,9 @@ export class Ingester {
       // Metrics for an entity the hub has not seen announced (e.g. a backfill of metrics only).
       if (this.probeInfo(batch, key.gateway, key.probe) === undefined)
         batch.probes.set(probeKeyText(key.gateway, key.probe), { osType: target.filter.osType });
-      this.upsert(batch, key, {}, false, sampleTime);
+      // As old as can be: the managed entity's own message, whenever it arrives (batches may be
+      // stored out of order after a retry or by several hubs), replaces these attributes.
+      this.upsert(batch, key, {}, false, EPOCH_START);
     }
     const at: EpochMs = asEpochMs(Date.parse(sampleTime));
     const { sampler, type: samplerType, dataview } = target;

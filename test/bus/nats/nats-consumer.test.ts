@@ -10,6 +10,7 @@ import {
   type NatsConsumer,
   type NatsConsumerOptions,
 } from "../../../src/bus/nats/nats-consumer.js";
+import { MAX_BATCH_MESSAGES } from "../../../src/config/defaults.js";
 import { createNatsSink } from "../../../src/gateway/publish/nats-sink.js";
 import {
   captureLogger,
@@ -250,11 +251,11 @@ describe("NATS consumer without a server", () => {
     assert.equal(lines.filter((l) => l.msg.startsWith("cannot connect to NATS")).length, 1);
   });
 
-  it("refuses a batch size outside 1 to 2,000 and a second start", async () => {
+  it("refuses a batch size outside 1 to MAX_BATCH_MESSAGES and a second start", async () => {
     const base = { url: NATS_URL, stream: "S", subjectPrefix: "p", logger: silent };
     assert.throws(
       () => createNatsConsumer({ ...base, batchSize: 0 }),
-      /batchSize must be an integer from 1 to 2000/,
+      new RegExp(`batchSize must be an integer from 1 to ${MAX_BATCH_MESSAGES}`),
     );
     assert.throws(() => createNatsConsumer({ ...base, batchSize: 2_001 }), /batchSize/);
     assert.throws(() => createNatsConsumer({ ...base, durable: "a.b" }), /durable consumer name 'a\.b'/);

@@ -243,4 +243,31 @@ describe("Ingester", () => {
       ],
     );
   });
+
+  test("a managed entity message stored after that entity's metrics still sets its attributes", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const ids = new MessageIdSource("GW");
+    const [announce, metrics] = ids.wrap([
+      {
+        type: "managedEntity",
+        operation: "create",
+        data: {
+          timestamp: "2025-12-31T23:59:59.000Z", // before the metrics' sampleTime
+          target: { gateway: "GW", probe: "p", managedEntity: "me" },
+          attributes: { Region: "emea" },
+        },
+      },
+      table("a", { a: "1" }),
+    ]);
+    // Delivered out of order (a retried batch, or two hubs).
+    await ingester.ingest([{ id: metrics?.id, message: metrics?.message }]);
+    await ingester.ingest([{ id: announce?.id, message: announce?.message }]);
+    const upserts = fake.committed.flatMap((b) => b.entities);
+    assert.equal(upserts.length, 2);
+    const [created, announced] = upserts;
+    assert.ok(created !== undefined && announced !== undefined, "two upserts");
+    assert.ok(created.at < announced.at, "the entity made from metrics is older than its announcement");
+    assert.equal(announced.attributes["user.Region"], "emea");
+  });
 });
