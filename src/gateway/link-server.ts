@@ -107,7 +107,8 @@ export class LinkServer {
   private bounds: FrameBounds;
 
   constructor(private readonly options: LinkServerOptions) {
-    this.log = options.logger.child({ component: "link-server" });
+    // Under the gateway's logger, which already names the component.
+    this.log = options.logger.child({ part: "link-server" });
     this.heartbeatMs = options.heartbeatMs ?? LINK_HEARTBEAT_MS;
     this.credit = options.creditBatches ?? LINK_CREDIT_BATCHES;
     this.maxBatchChanges = options.maxBatchChanges ?? LINK_BATCH_CHANGES;

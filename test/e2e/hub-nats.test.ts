@@ -17,7 +17,7 @@ import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../h
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const reachable = await natsReachable();
-const MESSAGES = 30_000;
+const MESSAGES = 60_000;
 const T0 = Date.parse("2026-03-01T00:00:00.000Z");
 
 function sample(i: number, value = String(i)): MessageOf<"table"> {
