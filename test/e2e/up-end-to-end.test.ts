@@ -188,12 +188,18 @@ describe("vigil up: probe → gateway → hub, end to end", () => {
 
 describe("vigil up: a clean stop right after accepting data loses nothing", () => {
   const dir = tempDir("drain");
-  after(() => dir.remove());
+  const started: VigilProcess[] = [];
+  after(async () => {
+    // A failed assertion must not leave a process behind.
+    for (const p of started) await p.stop("SIGKILL");
+    dir.remove();
+  });
 
   test("every value accepted before SIGTERM is in the store after a restart", async () => {
     const config = writeFile(dir.path, "setup.yaml", SETUP);
     const data = join(dir.path, "data");
     const first = startVigil(["up", "--config", config, "--data-dir", data], dir.path);
+    started.push(first);
     const probe = await first.url("probe", "probe-e2e");
     const base = `${probe}/v1/managedEntity/web-01/sampler/orders/dataview/burst`;
     const rows = 200;
@@ -218,6 +224,7 @@ describe("vigil up: a clean stop right after accepting data loses nothing", () =
     assert.deepEqual(await first.stop("SIGTERM"), { code: 0, signal: null });
 
     const second = startVigil(["up", "--config", config, "--data-dir", data], dir.path);
+    started.push(second);
     try {
       const hub = await second.url("hub");
       const query = {
