@@ -8,7 +8,7 @@
  * The checks run on the raw data even when the schema failed, so one pass reports everything, and
  * therefore guard every access.
  */
-import { isWellFormed } from "../text/well-formed.js";
+import { loneSurrogateAt } from "../text/well-formed.js";
 import {
   DEFAULT_PROBE_HOSTNAME,
   DEFAULT_REST_API_HTTP_PORT,
@@ -32,9 +32,6 @@ export function crossCheckIssues(data: unknown): RawIssue[] {
   return issues;
 }
 
-/** A UTF-16 code unit of a surrogate pair standing alone (`u` mode matches only unpaired ones): its position. */
-const LONE_SURROGATE = /\p{Surrogate}/u;
-
 /**
  * Every key and string value must be well-formed Unicode: a lone surrogate (YAML `"\uD800"`) cannot
  * be written as UTF-8, so the hub's store and every JSON consumer downstream would refuse or mangle
@@ -56,12 +53,11 @@ function checkWellFormed(value: unknown, at: readonly Segment[], issues: RawIssu
 }
 
 function surrogateMessage(what: "text" | "key", text: string): string | undefined {
-  if (isWellFormed(text)) return undefined;
-  const lone = LONE_SURROGATE.exec(text);
-  if (lone === null) return undefined; // not reached: a string that is not well-formed has one
-  const unit = `\\u${text.charCodeAt(lone.index).toString(16).padStart(4, "0")}`;
+  const index = loneSurrogateAt(text);
+  if (index === undefined) return undefined;
+  const unit = `\\u${text.charCodeAt(index).toString(16).padStart(4, "0")}`;
   return (
-    `the ${what} is not well-formed Unicode: it holds a lone UTF-16 surrogate (${unit} at index ${lone.index}); ` +
+    `the ${what} is not well-formed Unicode: it holds a lone UTF-16 surrogate (${unit} at index ${index}); ` +
     "remove it or write the whole character"
   );
 }

@@ -19,11 +19,6 @@ export class SamplerState {
   ) {}
 }
 
-/** Splits `name(type)` into its parts; a segment without parentheses has type null (any). */
-export function parseSamplerSegment(segment: string): { name: string; type: string | null } {
-  return parseSamplerRef(segment);
-}
-
 const samplerKey = (managedEntity: string, sampler: { name: string; type: string }): string =>
   JSON.stringify([managedEntity, sampler.name, sampler.type]);
 
@@ -59,7 +54,7 @@ export class SamplerRegistry {
     if (samplers === undefined) {
       throw new VigilError("MANAGED_ENTITY_NOT_FOUND", { managedEntity, probe: this.probe.name });
     }
-    const { name, type } = parseSamplerSegment(samplerSegment);
+    const { name, type } = parseSamplerRef(samplerSegment);
     const named = samplers.filter((s) => s.setup.name === name);
     const exact = named.filter((s) => s.setup.type === (type ?? ""));
     if (exact.length === 1 && exact[0] !== undefined) return exact[0];

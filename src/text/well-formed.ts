@@ -7,3 +7,12 @@
 export function isWellFormed(text: string): boolean {
   return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 }
+
+/** In `u` mode a surrogate class matches only code units that are not part of a pair. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** The index of the first lone surrogate in `text`, or undefined when it is well-formed. */
+export function loneSurrogateAt(text: string): number | undefined {
+  if (isWellFormed(text)) return undefined;
+  return LONE_SURROGATE.exec(text)?.index;
+}

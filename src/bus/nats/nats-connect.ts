@@ -8,13 +8,14 @@
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { RETRY_INITIAL_MS, RETRY_MAX_MS } from "../../config/defaults.js";
 import {
-  displayUrl,
   NATS_CLOSE_FLUSH_MS,
   NATS_PING_INTERVAL_MS,
   NATS_RECONNECT_WAIT_MS,
-} from "./nats-stream.js";
+  RETRY_INITIAL_MS,
+  RETRY_MAX_MS,
+} from "../../config/defaults.js";
+import { displayUrl } from "./nats-stream.js";
 
 /** Unanswered pings after which the client takes the connection as lost. */
 const MAX_PINGS_OUT = 3; // pings

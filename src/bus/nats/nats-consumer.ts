@@ -24,22 +24,20 @@ import {
 } from "@nats-io/jetstream";
 import { type NatsConnection, nanos } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { MAX_BATCH_MESSAGES, RETRY_INITIAL_MS, RETRY_MAX_MS } from "../../config/defaults.js";
-import type { BatchHandler, BusConsumer, ConsumerStatus, Delivery } from "../bus.js";
-import { backoffMs, NatsLink, sleep } from "./nats-connect.js";
 import {
-  checkNatsNames,
-  displayUrl,
-  ensureStream,
-  isConsumerNotFound,
+  MAX_BATCH_MESSAGES,
   NATS_ACK_WAIT_MS,
   NATS_CLOSE_FLUSH_MS,
   NATS_DEFAULT_DURABLE,
   NATS_FETCH_EXPIRES_MS,
   NATS_MAX_ACK_PENDING,
   NATS_PUBLISH_TIMEOUT_MS,
-  subjectsOf,
-} from "./nats-stream.js";
+  RETRY_INITIAL_MS,
+  RETRY_MAX_MS,
+} from "../../config/defaults.js";
+import type { BatchHandler, BusConsumer, ConsumerStatus, Delivery } from "../bus.js";
+import { backoffMs, NatsLink, sleep } from "./nats-connect.js";
+import { checkNatsNames, displayUrl, ensureStream, isConsumerNotFound, subjectsOf } from "./nats-stream.js";
 
 export interface NatsConsumerOptions {
   /** `nats://HOST:PORT`. */

@@ -19,19 +19,6 @@ import type { Logger } from "pino";
 import { NATS_DUPLICATE_WINDOW_MS, NATS_STREAM_MAX_AGE_MS } from "../../config/defaults.js";
 import type { Topic } from "../../messages/types.js";
 
-export {
-  NATS_ACK_WAIT_MS,
-  NATS_CLOSE_FLUSH_MS,
-  NATS_DEFAULT_DURABLE,
-  NATS_DUPLICATE_WINDOW_MS,
-  NATS_FETCH_EXPIRES_MS,
-  NATS_MAX_ACK_PENDING,
-  NATS_PING_INTERVAL_MS,
-  NATS_PUBLISH_TIMEOUT_MS,
-  NATS_RECONNECT_WAIT_MS,
-  NATS_STREAM_MAX_AGE_MS,
-} from "../../config/defaults.js";
-
 /** The three topics of DESIGN 4.3, in a fixed order. */
 export const TOPICS: readonly Topic[] = ["entities", "metrics", "events"];
 

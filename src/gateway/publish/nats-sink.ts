@@ -23,14 +23,13 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Envelope } from "../../bus/envelope.js";
 import { NatsLink } from "../../bus/nats/nats-connect.js";
+import { checkNatsNames, displayUrl, ensureStream, subjectOf } from "../../bus/nats/nats-stream.js";
 import {
-  checkNatsNames,
-  displayUrl,
-  ensureStream,
+  NATS_DEFAULT_DURABLE,
+  NATS_LAG_CHECK_MS,
+  NATS_MAX_CONSUMER_LAG,
   NATS_PUBLISH_TIMEOUT_MS,
-  subjectOf,
-} from "../../bus/nats/nats-stream.js";
-import { NATS_DEFAULT_DURABLE, NATS_LAG_CHECK_MS, NATS_MAX_CONSUMER_LAG } from "../../config/defaults.js";
+} from "../../config/defaults.js";
 import type { Sink } from "./sink.js";
 
 /** Room kept under the server's max_payload for the protocol's header framing. */

@@ -8,24 +8,20 @@
  * published one), and its JSON type refuses the `\ud800` escape that `JSON.stringify` writes for it
  * mid-transaction, which aborts the whole transaction. PostgreSQL refuses both.
  */
+
+import { loneSurrogateAt } from "../../text/well-formed.js";
 import type { EntityKey, EventInput, MessageKey, SeriesKey } from "./store.js";
 import { StoreDataError } from "./store.js";
 
 /** The largest |epoch ms| a JavaScript Date holds (ECMA-262 21.4.1.22); stores hold more. */
 const MAX_EPOCH_MS = 8.64e15;
-const ANY_SURROGATE = /[\uD800-\uDFFF]/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/**
- * Refuses text that is not well-formed Unicode (a lone surrogate); `what` names the field in the
- * message. (`String.prototype.isWellFormed` is ES2024, beyond this project's `lib`.)
- */
+/** Refuses text that is not well-formed Unicode (a lone surrogate); `what` names the field in the message. */
 export function checkText(what: string, text: string): void {
-  if (!ANY_SURROGATE.test(text)) return;
-  const lone = LONE_SURROGATE.exec(text);
-  if (lone !== null) {
+  const index = loneSurrogateAt(text);
+  if (index !== undefined) {
     throw new StoreDataError(
-      `${what} holds a lone UTF-16 surrogate at offset ${lone.index}: not Unicode text, which the store cannot hold`,
+      `${what} holds a lone UTF-16 surrogate at offset ${index}: not Unicode text, which the store cannot hold`,
     );
   }
 }
