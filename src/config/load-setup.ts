@@ -5,8 +5,9 @@
  * collected, with the path of the offending key and its line in the file, and thrown at once as a
  * `SetupError`, so `vigil validate` (the seed's "setup editor" check) can print them all.
  *
- * fkm keyword patterns and `matches` rule values are JavaScript regular expressions, compiled
- * without flags (so `pattern: "ERROR"` finds the substring ERROR, case-sensitively).
+ * fkm keyword patterns and `matches` rule values are RE2 regular expressions (`src/text/pattern.ts`,
+ * linear time), compiled without flags (so `pattern: "ERROR"` finds the substring ERROR,
+ * case-sensitively).
  */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";

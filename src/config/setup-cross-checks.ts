@@ -8,6 +8,7 @@
  * The checks run on the raw data even when the schema failed, so one pass reports everything, and
  * therefore guard every access.
  */
+import { patternProblem } from "../text/pattern.js";
 import { loneSurrogateAt } from "../text/well-formed.js";
 import {
   DEFAULT_PROBE_HOSTNAME,
@@ -269,13 +270,11 @@ function unique(
 
 function checkRegex(pattern: unknown, where: Segment[], issues: RawIssue[]): void {
   if (typeof pattern !== "string") return;
-  try {
-    new RegExp(pattern);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+  const reason = patternProblem(pattern);
+  if (reason !== undefined) {
     issues.push({
       segments: where,
-      message: `'${pattern}' is not a valid regular expression (${reason}); fix it, escaping special characters with \\`,
+      message: `'${pattern}' is not a valid RE2 regular expression (${reason}); fix it, escaping special characters with \\ (lookaround and backreferences are not supported)`,
     });
   }
 }
