@@ -4,24 +4,19 @@
  * envelope id as `Nats-Msg-Id`, so a batch sent again after a failure is stored once within the
  * stream's duplicate window (and the hub de-duplicates on the id beyond it).
  *
- * A batch is pipelined (every publish started, then every acknowledgement awaited, each bounded by
- * a timeout) and resolves only when JetStream acknowledged all of it; any failure rejects and the
+ * A batch is pipelined (every publish started, then every acknowledgement awaited, the batch bounded
+ * by one timeout; `bus/nats/jetstream-batch.ts`) and resolves only when JetStream acknowledged all of it; any failure rejects and the
  * {@link SinkChannel} in front sends the batch again with back-off. NATS being down never throws at
  * construction and never piles data up in the client: while the connection is down, a publish
  * waits at most the publish timeout for it to come back, then rejects without sending anything.
  * While the hubs' durable consumer lags more than NATS_MAX_CONSUMER_LAG messages behind, a batch
  * waits before it is published (back-pressure through the bus, so the PUT→queryable delay stays short).
  */
-import {
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  type PubAck,
-} from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Envelope } from "../../bus/envelope.js";
+import { JetStreamBatchPublisher, type JetStreamItem } from "../../bus/nats/jetstream-batch.js";
 import { NatsLink } from "../../bus/nats/nats-connect.js";
 import { checkNatsNames, displayUrl, ensureStream, subjectOf } from "../../bus/nats/nats-stream.js";
 import {
@@ -76,8 +71,8 @@ export class NatsSink implements Sink {
   private readonly link: NatsLink;
   private readonly timeoutMs: number;
   private readonly encoder = new TextEncoder();
-  /** The JetStream client of the connection the stream was last checked on. */
-  private js: JetStreamClient | undefined;
+  /** The publisher on the connection the stream was last checked on. */
+  private js: JetStreamBatchPublisher | undefined;
   private jsOf: NatsConnection | undefined;
   private jsm: JetStreamManager | undefined;
   private closed = false;
@@ -125,40 +120,24 @@ export class NatsSink implements Sink {
       this.gate = turn.catch(() => undefined);
       await turn;
       const maxPayload = nc.info?.max_payload ?? Number.POSITIVE_INFINITY;
-      const acks: Promise<PubAck>[] = [];
+      const items: JetStreamItem[] = [];
       for (const envelope of batch) {
         const payload = this.encoder.encode(JSON.stringify(envelope.message));
         if (payload.length + envelope.id.length + HEADER_FRAMING_BYTES > maxPayload) {
           this.dropTooLarge(envelope, payload.length, maxPayload);
           continue;
         }
-        acks.push(
-          js.publish(subjectOf(this.options.subjectPrefix, envelope.topic), payload, {
-            msgID: envelope.id,
-            timeout: this.timeoutMs,
-          }),
-        );
-      }
-      // Every publish is settled before the batch's fate is told, so a retry never overlaps it.
-      const results = await Promise.allSettled(acks);
-      let failed = 0;
-      let firstError: unknown;
-      for (const result of results) {
-        if (result.status === "rejected") {
-          failed += 1;
-          firstError ??= result.reason;
-        } else {
-          this.acknowledged += 1;
-          if (result.value.duplicate) this.duplicates += 1;
-        }
-      }
-      if (failed > 0) {
-        const why = firstError instanceof Error ? firstError.message : String(firstError);
-        throw new Error(`${failed} of ${acks.length} publishes to JetStream were not acknowledged: ${why}`, {
-          cause: firstError,
+        items.push({
+          subject: subjectOf(this.options.subjectPrefix, envelope.topic),
+          payload,
+          msgId: envelope.id,
         });
       }
+      const result = await js.publish(items, this.timeoutMs);
+      this.acknowledged += result.acknowledged;
+      this.duplicates += result.duplicates;
     } catch (error) {
+      this.js?.close();
       this.js = undefined;
       this.jsOf = undefined;
       throw error;
@@ -222,7 +201,7 @@ export class NatsSink implements Sink {
   }
 
   /** Checks the stream once per connection (creating it when missing) and returns the client. */
-  private async ready(nc: NatsConnection): Promise<JetStreamClient> {
+  private async ready(nc: NatsConnection): Promise<JetStreamBatchPublisher> {
     if (this.js !== undefined && this.jsOf === nc) return this.js;
     const jsm = await jetstreamManager(nc, { timeout: this.timeoutMs });
     await ensureStream(
@@ -236,7 +215,7 @@ export class NatsSink implements Sink {
       },
       this.log,
     );
-    const js = jetstream(nc, { timeout: this.timeoutMs });
+    const js = new JetStreamBatchPublisher(nc);
     this.jsm = jsm;
     this.js = js;
     this.jsOf = nc;
