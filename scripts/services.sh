@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts the local services vigil's tests talk to, when they are not already running:
-# PostgreSQL (127.0.0.1:5432) and NATS with JetStream (127.0.0.1:4222). Idempotent.
+# PostgreSQL (127.0.0.1:5432) and NATS with JetStream (127.0.0.1:4222), and installs what the
+# Kerberos tests need (an MIT KDC the tests start themselves in a temp folder, kinit, and the
+# headers the optional `kerberos` binding compiles against, so run this before `npm ci`). Idempotent.
 # Usage: scripts/services.sh start | status
 set -euo pipefail
 
@@ -16,10 +18,16 @@ wait_port() {
   return 1
 }
 
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 start_postgres() {
   if port_open 5432; then return 0; fi
   if ! command -v pg_ctlcluster >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    apt_install postgresql
   fi
   local version
   version=$(ls /etc/postgresql | sort -V | tail -n 1)
@@ -30,7 +38,7 @@ start_postgres() {
 start_nats() {
   if port_open 4222; then return 0; fi
   if [ ! -x /usr/sbin/nats-server ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+    apt_install nats-server
   fi
   mkdir -p /var/lib/nats-server
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
@@ -38,11 +46,20 @@ start_nats() {
   wait_port 4222 NATS
 }
 
+install_kerberos() {
+  if [ -x /usr/sbin/krb5kdc ] && [ -x /usr/sbin/kdb5_util ] && command -v kinit >/dev/null &&
+    [ -f /usr/include/gssapi/gssapi.h ]; then
+    return 0
+  fi
+  apt_install krb5-kdc krb5-admin-server krb5-user libkrb5-dev
+}
+
 case "${1:-start}" in
   start)
     start_postgres
     start_nats
-    echo "services: PostgreSQL on 5432 and NATS on 4222 are up"
+    install_kerberos
+    echo "services: PostgreSQL on 5432 and NATS on 4222 are up; Kerberos packages installed"
     ;;
   status)
     port_open 5432 && echo "PostgreSQL: up" || echo "PostgreSQL: down"
