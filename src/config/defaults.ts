@@ -64,11 +64,45 @@ export const DEFAULT_SECURITY_ENABLED = true;
 /** Lifetime of an access token. */
 export const DEFAULT_TOKEN_LIFETIME = 300; // seconds (5 minutes)
 
+// Token endpoints (DESIGN 5.4, issue 10; docs/security.md): what a flood of guesses can cost.
+/** Token requests one remote address (an IPv6 /64) may burst, then refilled at the rate below. */
+export const TOKEN_ADDRESS_BURST = 30; // requests
+export const TOKEN_ADDRESS_RATE = 5; // requests per second
+/** Token requests one configured client id may burst, then refilled at the rate below. */
+export const TOKEN_CLIENT_BURST = 10; // requests
+export const TOKEN_CLIENT_RATE = 1; // requests per second
+/** Failed authentications in a row, per address or client id, that lock it out. */
+export const TOKEN_LOCKOUT_FAILURES = 10; // failures
+/** First lockout; each further lockout without a success in between doubles it, up to the max. */
+export const TOKEN_LOCKOUT_MS = 60_000; // ms (1 minute)
+export const TOKEN_LOCKOUT_MAX_MS = 15 * 60_000; // ms (15 minutes)
+/** Remote addresses the token endpoints remember; the least recently seen is forgotten beyond. */
+export const TOKEN_LIMITER_ADDRESSES = 10_000; // addresses
+/** Secret checks (scrypt, Kerberos accept) running at once on the libuv pool the store shares. */
+export const CREDENTIAL_CHECK_CONCURRENCY = 1; // checks
+/** Secret checks waiting for a slot; one more is answered 503 with Retry-After. */
+export const CREDENTIAL_CHECK_QUEUE = 32; // checks
+/** How long a verified application-key secret is accepted again without scrypt. */
+export const VERIFIED_SECRET_TTL_MS = 15 * 60_000; // ms (15 minutes)
+
 // HTTP (DESIGN 3.2), shared by every vigil HTTP API
 /** Largest request body any vigil HTTP API accepts; 413 beyond. */
 export const DEFAULT_BODY_LIMIT_BYTES = 10 * 1024 * 1024; // 10 MiB
 /** Largest body `POST /v0/messages` (backfill) accepts; 413 beyond. */
 export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
+/**
+ * Slow and idle clients (issue 10, docs/security.md): a request's headers must arrive within
+ * HTTP_HEADERS_TIMEOUT_MS and the whole request within HTTP_REQUEST_TIMEOUT_MS (a 10 MiB body at
+ * 2 Mbit/s takes 40 s), checked every HTTP_TIMEOUT_CHECK_MS; an idle keep-alive connection closes
+ * after HTTP_KEEP_ALIVE_TIMEOUT_MS. Responses (the message tap's stream) are not limited.
+ */
+export const HTTP_HEADERS_TIMEOUT_MS = 10_000; // ms
+export const HTTP_REQUEST_TIMEOUT_MS = 60_000; // ms
+export const HTTP_TIMEOUT_CHECK_MS = 1_000; // ms
+export const HTTP_KEEP_ALIVE_TIMEOUT_MS = 5_000; // ms
+/** Open connections one server accepts (beyond: closed at once), and per remote address. */
+export const HTTP_MAX_CONNECTIONS = 4_096; // connections
+export const HTTP_MAX_CONNECTIONS_PER_CLIENT = 1_024; // connections (applications behind one NAT share an address)
 
 // Process (DESIGN 1)
 /** Data directory of `vigil up|gateway|hub` when `--data-dir` is not given. */
@@ -141,6 +175,10 @@ export const GATEWAY_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
  * slow and is dropped (with a log line) rather than letting the gateway's memory grow.
  */
 export const TAP_MAX_BUFFERED_BYTES = 8 * 1024 * 1024; // 8 MiB
+/** Message-tap clients one gateway serves at once; one more is answered 503. */
+export const TAP_MAX_CLIENTS = 64; // clients
+/** How long a tap client that is being let go may take to read its final event before it is cut. */
+export const TAP_END_GRACE_MS = 5_000; // ms
 /** Address the gateway listens on unless told otherwise (secure default, docs/decisions.md). */
 export const DEFAULT_GATEWAY_HOST = "127.0.0.1";
 /** First delay before reconnecting after a lost link; doubles up to LINK_RECONNECT_MAX_MS. */
@@ -157,6 +195,18 @@ export const PROBE_OUTGOING_BYTES = 256 * 1024; // 256 KiB (estimate)
  * what a real source pushes; a PUT of a new dataview beyond it is a 400 (TOO_MANY_DATAVIEWS).
  */
 export const PROBE_MAX_DATAVIEWS_PER_SAMPLER = 1_000; // dataviews
+/**
+ * Streams one rest-api sampler may hold (DESIGN 3.4); also never more than the sampler's row limit,
+ * since its Streams Dataview has one row per stream. A PUT creating one more is a 400.
+ */
+export const PROBE_MAX_STREAMS_PER_SAMPLER = 100; // streams
+/**
+ * Client CA files (per-sampler `clientCaCertificate.path` and the `-ssl-certificate-chain` file) a
+ * probe keeps parsed for mTLS (DESIGN 3.5); the setup's files beyond are refused with a logged
+ * error. A file larger than the byte bound is refused too.
+ */
+export const PROBE_MAX_CLIENT_CA_FILES = 256; // files
+export const PROBE_MAX_CLIENT_CA_FILE_BYTES = 1024 * 1024; // 1 MiB
 /** Time between two RSS reads; also how often a waiting gateway looks again. */
 export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
 /**
@@ -199,3 +249,18 @@ export const NATS_LAG_CHECK_MS = 50; // ms
  */
 export const PROBE_BACKLOG_WAIT_MS = 250; // ms
 export const PROBE_BACKLOG_WAITERS = 8; // requests
+
+// Gateway events and state (DESIGN 4.1–4.3, issue 8)
+/** Snoozes plus user assignments the gateway holds at once; a command beyond is refused (409). */
+export const GATEWAY_MAX_ITEM_STATES = 10_000; // snoozes + assignments
+/**
+ * How often the gateway releases the snoozes and assignments whose `untilTime` has come, and the
+ * longest it waits to write changed severities to its state file (commands write at once).
+ */
+export const STATE_SAVE_INTERVAL_MS = 1_000; // ms
+/** Name of the gateway's file of snoozes and assignments, in its data dir (written at every command). */
+export const GATEWAY_STATE_FILE = "gateway-state.json";
+/** Name of the gateway's file of last published severities, in its data dir. */
+export const GATEWAY_SEVERITIES_FILE = "gateway-severities.json";
+/** Longest `user`, `comment`, `assignedTo` or `untilValueNot` text of a command. */
+export const COMMAND_MAX_TEXT = 4_096; // UTF-16 code units

@@ -20,8 +20,8 @@ import { formatPath, isRecord, nearest, type RawIssue, type Segment } from "./se
 
 /**
  * Every cross-check issue of `data` (any value: the YAML as read), [] when there is none. fkm
- * keyword patterns and `matches` rule values are JavaScript regular expressions compiled without
- * flags; port 0 (a free port) may repeat; a probe without `hostname` listens on the default one.
+ * keyword patterns and `matches` rule values are RE2 regular expressions (`src/text/pattern.ts`);
+ * port 0 (a free port) may repeat; a probe without `hostname` listens on the default one.
  */
 export function crossCheckIssues(data: unknown): RawIssue[] {
   const issues: RawIssue[] = [];

@@ -129,7 +129,7 @@ const fkmSampler = {
         type: "object",
         required: ["pattern", "severity"],
         properties: {
-          pattern: { type: "string", minLength: 1, description: "a JavaScript regular expression" },
+          pattern: { type: "string", minLength: 1, description: "an RE2 regular expression" },
           severity: { enum: SETUP_SEVERITIES },
         },
         additionalProperties: false,

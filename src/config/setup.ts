@@ -36,7 +36,7 @@ export interface FkmSampler extends SamplerBase {
   /** Seconds between samples. */
   readonly sampleInterval: number;
   readonly source: { readonly sampler: string; readonly stream: string };
-  /** `pattern` is a JavaScript regular expression without flags (validated at load); "ERROR" finds that substring. */
+  /** `pattern` is an RE2 regular expression without flags (validated at load); "ERROR" finds that substring. */
   readonly keywords: readonly { readonly pattern: string; readonly severity: Severity }[];
 }
 
@@ -70,7 +70,7 @@ export interface RuleTarget {
 export interface RuleSetup {
   readonly name: string;
   readonly target: RuleTarget;
-  /** For `matches`, `value` is a JavaScript regular expression without flags (validated at load). */
+  /** For `matches`, `value` is an RE2 regular expression without flags (validated at load). */
   readonly when: { readonly operator: RuleOperator; readonly value: string | number };
   readonly severity: Severity;
 }

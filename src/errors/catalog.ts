@@ -116,11 +116,30 @@ export const ERRORS = {
     body: "Sampler '{sampler}' accepts only HTTPS requests with a client certificate signed by its client CA.",
   },
 
+  // Gateway commands and items (DESIGN 4.2)
+  INVALID_COMMAND: { status: 400, title: "Invalid command", body: "{field}: {detail}" },
+  ITEM_NOT_FOUND: {
+    status: 404,
+    title: "Item not found",
+    body: "{detail}; GET /v1/items lists the items below a target.",
+  },
+  COMMAND_NOT_APPLICABLE: { status: 409, title: "Command does not apply", body: "{detail}." },
+
   // Hub (DESIGN 5)
   UNAUTHORIZED: {
     status: 401,
     title: "Authorization failed",
     body: "A valid authorization token is needed: send 'Authorization: Bearer <token>' with a token from GET /token.",
+  },
+  CLIENT_UNAUTHORIZED: {
+    status: 401,
+    title: "Authorization failed",
+    body: "Client authentication failed: {detail}",
+  },
+  TOO_MANY_REQUESTS: {
+    status: 429,
+    title: "Too many requests",
+    body: "{detail} Retry after {seconds} s.",
   },
   ENTITY_NOT_FOUND: { status: 404, title: "Entity not found", body: "No entity has id {id}." },
   INVALID_FILTER: {

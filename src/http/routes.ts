@@ -1,17 +1,35 @@
 /**
  * Route registration helpers shared by the probe, gateway and hub HTTP APIs.
  */
+import { METHODS } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
 import { VigilError } from "../errors/catalog.js";
 import { sendError } from "./error-handler.js";
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-const ALL_METHODS: readonly HTTPMethods[] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+/** Apps that route every method Node's HTTP parser accepts (see {@link routeEveryMethod}). */
+const everyMethodApps = new WeakSet<FastifyInstance>();
 
 /**
- * Registers the handlers of one resource URL and a 405 with `Allow` for every other method
- * (DESIGN 3.2: "wrong method → 405 with Allow"). HEAD is allowed wherever GET is.
+ * Makes the router know every method Node's HTTP parser accepts (TRACE, PROPFIND, … — Fastify
+ * routes only some by default, the rest would be a 404), so that a resource answers them all with
+ * 405. CONNECT is left out: Node hands it to the `connect` event, never to the router. The methods
+ * added are bodyless: a body sent with them is not parsed before the 405.
+ */
+function routeEveryMethod(app: FastifyInstance): void {
+  if (everyMethodApps.has(app)) return;
+  everyMethodApps.add(app);
+  const supported = new Set(app.supportedMethods);
+  for (const method of METHODS) {
+    if (method !== "CONNECT" && !supported.has(method)) app.addHttpMethod(method);
+  }
+}
+
+/**
+ * Registers the handlers of one resource URL and a 405 with `Allow` for every other method Node
+ * accepts, TRACE included (DESIGN 3.2: "wrong method → 405 with Allow"). HEAD is allowed wherever
+ * GET is.
  */
 export function resource(
   app: FastifyInstance,
@@ -31,7 +49,8 @@ export function resource(
       ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     });
   }
-  const others = ALL_METHODS.filter(
+  routeEveryMethod(app);
+  const others = app.supportedMethods.filter(
     (m) => !allowed.includes(m as never) && !(m === "HEAD" && allowed.includes("GET")),
   );
   app.route({

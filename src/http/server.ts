@@ -6,8 +6,17 @@
 import type { AddressInfo } from "node:net";
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance, LogController } from "fastify";
 import type { Logger } from "pino";
-import { DEFAULT_BODY_LIMIT_BYTES } from "../config/defaults.js";
-import { installErrorHandling } from "./error-handler.js";
+import {
+  DEFAULT_BODY_LIMIT_BYTES,
+  HTTP_HEADERS_TIMEOUT_MS,
+  HTTP_KEEP_ALIVE_TIMEOUT_MS,
+  HTTP_MAX_CONNECTIONS,
+  HTTP_MAX_CONNECTIONS_PER_CLIENT,
+  HTTP_REQUEST_TIMEOUT_MS,
+  HTTP_TIMEOUT_CHECK_MS,
+} from "../config/defaults.js";
+import { type ConnectionLimits, limitConnections } from "./connection-limits.js";
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handler.js";
 
 export interface HttpAppOptions {
   readonly logger: Logger;
@@ -15,10 +24,31 @@ export interface HttpAppOptions {
   readonly bodyLimit?: number;
   /** TLS options; the app then serves HTTPS only. */
   readonly https?: FastifyHttpsOptions<never>["https"];
+  /** Timeouts and connection caps; each absent one takes its default from `defaults.ts`. */
+  readonly limits?: Partial<HttpLimits>;
 }
+
+/** What bounds slow, idle and greedy clients (issue 10). */
+export interface HttpLimits extends ConnectionLimits {
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  /** How often Node looks for requests past their header or request timeout. */
+  readonly timeoutCheckMs: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  headersTimeoutMs: HTTP_HEADERS_TIMEOUT_MS,
+  requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS,
+  keepAliveTimeoutMs: HTTP_KEEP_ALIVE_TIMEOUT_MS,
+  timeoutCheckMs: HTTP_TIMEOUT_CHECK_MS,
+  maxConnections: HTTP_MAX_CONNECTIONS,
+  maxConnectionsPerClient: HTTP_MAX_CONNECTIONS_PER_CLIENT,
+};
 
 /** Creates an unstarted Fastify app with vigil's defaults: body limit, error shape, logging. */
 export function createHttpApp(options: HttpAppOptions): FastifyInstance {
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT_BYTES,
@@ -28,11 +58,34 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     onConstructorPoisoning: "error",
     // A clean stop finishes in-flight requests and closes idle keep-alive sockets at once.
     forceCloseConnections: "idle",
-    return503OnClosing: true,
+    // While closing, the error handler answers 503 with the API error body (Fastify's own 503
+    // has its own body); see installErrorHandling.
+    return503OnClosing: false,
     // One line per request would drown the event log at ingest rates; errors are logged by the handler.
     logController: new LogController({ disableRequestLogging: true }),
-    ...(options.https === undefined ? {} : { https: options.https }),
+    // Errors of the router and of Node's HTTP parser get the API error body too (error-handler.ts).
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // Slow clients are cut off (slowloris): headers and whole requests have a deadline.
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.timeoutCheckMs,
+    },
+    ...(options.https === undefined
+      ? {}
+      : {
+          https: {
+            ...options.https,
+            headersTimeout: limits.headersTimeoutMs,
+            requestTimeout: limits.requestTimeoutMs,
+            connectionsCheckingInterval: limits.timeoutCheckMs,
+          },
+        }),
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
+  limitConnections(app.server, limits, options.logger);
   installErrorHandling(app);
   return app;
 }

@@ -18,6 +18,7 @@
  */
 
 import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
+import type { Severity } from "../messages/types.js";
 
 /** Version of this protocol; a probe and a gateway must agree exactly (a mismatch is refused). */
 export const LINK_PROTOCOL_VERSION = 1;
@@ -55,14 +56,23 @@ export interface WireRow {
   readonly cells: WireCells;
   /** When the probe received this row's data (epoch ms); the enclosing change's `at` when absent. */
   readonly at?: number;
+  /** Cell severities the sampler sets (fkm `matches`, DESIGN 3.4); absent when it sets none. */
+  readonly severities?: WireSeverities;
 }
+
+/**
+ * Cell severities a sampler sets itself, as `[column, severity]` pairs (an fkm keyword row's
+ * `matches` cell, DESIGN 3.4: published like a rule's). Absent on a row: the sampler sets none.
+ */
+export type WireSeverities = readonly (readonly [string, Severity])[];
 
 /** Headlines as `[name, value]` pairs, in display order. */
 export type WireHeadlines = readonly (readonly [string, string])[];
 
 /**
  * One change in published terms (DESIGN 4.3). `at` is when the probe received the data (epoch ms),
- * published as `probeTime`. Stream changes come in a later issue (new kinds, new protocol version).
+ * published as `probeTime`. Streams need no kind of their own: a sampler's streams travel as its
+ * `Streams Dataview` (DESIGN 3.4), an ordinary dataview; message bodies never cross the link.
  */
 export type Change =
   /** A row written (or renamed by duplicate renumbering): published `create` or `update`. */
@@ -74,6 +84,8 @@ export type Change =
       readonly cells: WireCells;
       /** The dataview's whole column list, present only when this change altered it. */
       readonly columns?: readonly string[];
+      /** Cell severities the sampler sets (see {@link WireSeverities}); absent when it sets none. */
+      readonly severities?: WireSeverities;
     }
   | {
       readonly kind: "rowDelete";
@@ -246,6 +258,7 @@ export function estimateChangeSize(change: Change): number {
       size += change.name.length;
       cells(change.cells);
       for (const column of change.columns ?? []) size += column.length + 3;
+      for (const [column] of change.severities ?? []) size += column.length + 16;
       break;
     case "rowDelete":
       size += change.name.length;

@@ -26,6 +26,7 @@ import {
   type WireCells,
   type WireHeadlines,
   type WireRow,
+  type WireSeverities,
 } from "./protocol.js";
 
 /** A frame that breaks the protocol; `message` names where (`changes[3].cells[2]`) and why. */
@@ -182,13 +183,31 @@ function headlines(value: unknown, path: string): WireHeadlines {
   return list as WireHeadlines;
 }
 
+/** `[column, severity]` pairs a sampler sets on a row's cells (fkm, DESIGN 3.4). */
+function severities(value: unknown, path: string, bounds: FrameBounds): WireSeverities {
+  const list = array(value, path, bounds.maxColumns);
+  list.forEach((pair, i) => {
+    const p = array(pair, `${path}[${i}]`, 2);
+    if (p.length !== 2) fail(`${path}[${i}]`, "must be a [column, severity] pair");
+    string(p[0], `${path}[${i}][0]`, bounds.maxCellLength);
+    if (!SEVERITIES.includes(p[1] as Severity)) {
+      fail(`${path}[${i}][1]`, `must be one of ${SEVERITIES.join(", ")}`);
+    }
+  });
+  return list as WireSeverities;
+}
+
 function row(value: unknown, path: string, bounds: FrameBounds): WireRow {
-  const r = object(value, path, ["name", "cells"], ["at"]);
-  const out: WireRow = {
+  const r = object(value, path, ["name", "cells"], ["at", "severities"]);
+  let out: WireRow = {
     name: rowName(r.name, `${path}.name`, bounds),
     cells: cells(r.cells, `${path}.cells`, bounds),
   };
-  return r.at === undefined ? out : { ...out, at: integer(r.at, `${path}.at`, 0, EPOCH_MS_MAX) };
+  if (r.at !== undefined) out = { ...out, at: integer(r.at, `${path}.at`, 0, EPOCH_MS_MAX) };
+  if (r.severities !== undefined) {
+    out = { ...out, severities: severities(r.severities, `${path}.severities`, bounds) };
+  }
+  return out;
 }
 
 /** Validates one change (the `kind` decides its fields). */
@@ -201,16 +220,18 @@ function change(value: unknown, path: string, bounds: FrameBounds): Change {
   });
   switch (kind) {
     case "row": {
-      const c = object(value, path, ["kind", "dataview", "at", "name", "cells"], ["columns"]);
-      const base = {
+      const c = object(value, path, ["kind", "dataview", "at", "name", "cells"], ["columns", "severities"]);
+      let out: Extract<Change, { kind: "row" }> = {
         kind,
         ...common(c),
         name: rowName(c.name, `${path}.name`, bounds),
         cells: cells(c.cells, `${path}.cells`, bounds),
-      } as const;
-      return c.columns === undefined
-        ? base
-        : { ...base, columns: columns(c.columns, `${path}.columns`, bounds) };
+      };
+      if (c.columns !== undefined) out = { ...out, columns: columns(c.columns, `${path}.columns`, bounds) };
+      if (c.severities !== undefined) {
+        out = { ...out, severities: severities(c.severities, `${path}.severities`, bounds) };
+      }
+      return out;
     }
     case "rowDelete": {
       const c = object(value, path, ["kind", "dataview", "at", "name"]);
