@@ -6,6 +6,7 @@ import type { Setup } from "../config/setup.js";
 import { probeLimits } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
 import { buildProbe, type Probe } from "../probe/app.js";
+import type { SecureModeFiles } from "../probe/tls/secure-mode.js";
 import type { RunningService } from "./service.js";
 
 export interface ProbeServiceOptions {
@@ -16,6 +17,8 @@ export interface ProbeServiceOptions {
   readonly setup?: Setup;
   /** Address to listen on; default the probe's `hostname` in the setup. */
   readonly host?: string;
+  /** Secure mode's files (`-secure …`): HTTPS on the probe's restApiHttpsPort beside HTTP. */
+  readonly secure?: SecureModeFiles;
   readonly logger: Logger;
 }
 
@@ -36,13 +39,17 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<P
     link: options.link,
     ...(own === undefined || setup === undefined ? {} : { setup: own, limits: probeLimits(setup.gateway) }),
     ...(options.host === undefined ? {} : { host: options.host }),
+    ...(options.secure === undefined ? {} : { secure: options.secure }),
     logger,
   });
-  const { http } = await probe.start();
-  logger.info({ service: "probe", probe: name, url: http }, "listening");
+  const { http, https } = await probe.start();
+  logger.info(
+    { service: "probe", probe: name, url: http, ...(https === undefined ? {} : { https }) },
+    "listening",
+  );
   return {
     probe,
-    urls: { [`probe:${name}`]: http },
+    urls: { [`probe:${name}`]: http, ...(https === undefined ? {} : { [`probe:${name}:https`]: https }) },
     reload(next) {
       const mine = next.probes.find((p) => p.name === name);
       if (mine === undefined) {

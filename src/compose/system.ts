@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { MemoryBus } from "../bus/memory-bus.js";
 import type { Setup } from "../config/setup.js";
 import { startDemo } from "../demo/generator.js";
+import type { SecureModeFiles } from "../probe/tls/secure-mode.js";
 import { startGatewayService } from "./gateway-service.js";
 import { startHubService } from "./hub-service.js";
 import { startProbeService } from "./probe-service.js";
@@ -20,6 +21,8 @@ export interface SystemOptions {
   readonly demo: boolean;
   /** Address of the gateway and hub (the probes use their setup `hostname`); `vigil up` keeps loopback. */
   readonly host: string;
+  /** Secure mode for every probe (`vigil up -secure …`): HTTPS on each restApiHttpsPort. */
+  readonly secure?: SecureModeFiles;
   readonly logger: Logger;
 }
 
@@ -58,6 +61,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningServic
         name: probeSetup.name,
         link: gateway.gateway.connectInProcess(),
         setup,
+        ...(options.secure === undefined ? {} : { secure: options.secure }),
         logger,
       });
       stops.unshift(probe.stop);

@@ -2,13 +2,20 @@
  * The demo generator (DESIGN 1, `--demo`): pushes realistic data through the probe's real HTTP
  * API, so a new user sees live entities and charts without typing anything. For every rest-api
  * sampler it PUTs a dataview every interval: `queue` for the built-in sample setup's `orders`
- * samplers, `demo` for the samplers of any other setup.
+ * samplers, `demo` for the samplers of any other setup. For every fkm sampler it also PUTs a few
+ * application log lines (some WARN, some ERROR) to the stream the sampler reads (DESIGN 3.4), so
+ * the sampler's Streams Dataview fills and its keywords match.
  */
 import type { Logger } from "pino";
-import type { ProbeSetup, RestApiSampler } from "../config/setup.js";
+import type { FkmSampler, ProbeSetup, RestApiSampler } from "../config/setup.js";
 
 const DEMO_INTERVAL_MS = 2_000; // 2 s between pushes
 const INSTRUMENTS = ["EURUSD", "GBPUSD", "USDJPY", "AUDUSD"] as const;
+/** Log lines pushed to each fkm source stream per interval, at most. */
+const LOG_LINES_PER_PUSH = 3;
+/** Share of demo log lines that are warnings and errors. */
+const WARN_RATIO = 0.12;
+const ERROR_RATIO = 0.05;
 
 export interface DemoTarget {
   readonly probe: ProbeSetup;
@@ -33,6 +40,30 @@ class Walk {
 function samplerPath(managedEntity: string, sampler: RestApiSampler, dataview: string): string {
   const name = sampler.type === "" ? sampler.name : `${sampler.name}(${sampler.type})`;
   return `/v1/managedEntity/${encodeURIComponent(managedEntity)}/sampler/${encodeURIComponent(name)}/dataview/${encodeURIComponent(dataview)}`;
+}
+
+function streamPath(managedEntity: string, fkm: FkmSampler): string {
+  // `source.sampler` is written as the ingest path writes a sampler: `name` or `name(type)`.
+  return `/v1/managedEntity/${encodeURIComponent(managedEntity)}/sampler/${encodeURIComponent(fkm.source.sampler)}/stream/${encodeURIComponent(fkm.source.stream)}`;
+}
+
+let orderId = 10_000;
+
+/** One application log line, as a service would write it: mostly INFO, some WARN and ERROR. */
+function logLine(entity: string): string {
+  const instrument = INSTRUMENTS[Math.floor(Math.random() * INSTRUMENTS.length)] ?? "EURUSD";
+  const time = new Date().toISOString();
+  orderId += 1;
+  const roll = Math.random();
+  if (roll < ERROR_RATIO) {
+    return `${time} ERROR ${entity} orders: order ${orderId} ${instrument} rejected: upstream timeout after 5000 ms\n`;
+  }
+  if (roll < ERROR_RATIO + WARN_RATIO) {
+    const ms = 300 + Math.round(Math.random() * 600);
+    return `${time} WARN  ${entity} orders: order ${orderId} ${instrument} filled slowly in ${ms} ms\n`;
+  }
+  const ms = 5 + Math.round(Math.random() * 80);
+  return `${time} INFO  ${entity} orders: order ${orderId} ${instrument} filled in ${ms} ms\n`;
 }
 
 /** Starts pushing; returns a function that stops it and waits for the push in flight. */
@@ -85,6 +116,25 @@ export function startDemo(
               logger.warn({ status: response.status, entity: entity.name }, "demo push refused");
           } catch (error) {
             logger.warn({ err: error }, "demo push failed");
+          }
+        }
+        for (const sampler of entity.samplers) {
+          if (sampler.plugin !== "fkm") continue;
+          const lines = 1 + Math.floor(Math.random() * LOG_LINES_PER_PUSH);
+          for (let i = 0; i < lines; i += 1) {
+            try {
+              // A stream takes any content: each PUT is one log line, sent as plain text.
+              const response = await fetch(url + streamPath(entity.name, sampler), {
+                method: "PUT",
+                headers: { "content-type": "text/plain; charset=utf-8" },
+                body: logLine(entity.name),
+              });
+              await response.arrayBuffer();
+              if (!response.ok)
+                logger.warn({ status: response.status, entity: entity.name }, "demo log push refused");
+            } catch (error) {
+              logger.warn({ err: error }, "demo log push failed");
+            }
           }
         }
       }

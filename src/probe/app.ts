@@ -32,9 +32,21 @@ import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../l
 import type { LinkConnector } from "../link/transport.js";
 import { VIGIL_VERSION } from "../version.js";
 import { DataviewModel, type DataviewSnapshot } from "./dataview-model.js";
+import type { SampleScheduler } from "./fkm/sample-scheduler.js";
 import { parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
 import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
 import { SamplerRegistry, type SamplerState } from "./sampler-registry.js";
+import { ProbeStreams } from "./streams/probe-streams.js";
+import { registerStreamRoutes, samplerStreamsPart } from "./streams/stream-routes.js";
+import { SamplerMtls, samplerMtlsHook } from "./tls/sampler-mtls.js";
+import {
+  changedSecureFiles,
+  type HttpsListener,
+  listenHttps,
+  loadSecureMode,
+  type SecureMode,
+  type SecureModeFiles,
+} from "./tls/secure-mode.js";
 
 /** The seed's reserved name: no endpoint operates on it (seed B rule 7). */
 export const STREAMS_DATAVIEW = "Streams Dataview";
@@ -73,6 +85,14 @@ export interface ProbeOptions {
   readonly logger: Logger;
   /** Link buffer and back-off tuning (tests); defaults from `src/config/defaults.ts`. */
   readonly linkTuning?: ProbeLinkTuning;
+  /** Clock and timers of stream messages and fkm samples; tests pass a `ManualScheduler`. */
+  readonly scheduler?: SampleScheduler;
+  /**
+   * Secure mode (`-secure -ssl-certificate … -ssl-certificate-key … [-ssl-certificate-chain …]`):
+   * HTTPS on `restApiHttpsPort` beside HTTP, and the chain file as the client CA of mTLS samplers
+   * without their own (DESIGN 3.5). Without it there is no HTTPS listener.
+   */
+  readonly secure?: SecureModeFiles;
 }
 
 export interface Probe {
@@ -83,7 +103,7 @@ export interface Probe {
    * Connects to the gateway and listens (at once with a setup, else after the gateway's welcome);
    * resolves with the bound base URL.
    */
-  start(): Promise<{ http: string }>;
+  start(): Promise<{ http: string; https?: string }>;
   /**
    * Stops accepting (in-flight requests finish), waits up to `deadlineMs` until the gateway has
    * acknowledged every change, says `bye` and closes the link.
@@ -112,9 +132,27 @@ export function buildProbe(options: ProbeOptions): Probe {
   let setup: ProbeSetup | undefined = options.setup;
   let limits: ProbeLimits = options.limits ?? DEFAULT_PROBE_LIMITS;
   const registry = new SamplerRegistry(setup ?? emptySetup(name));
+  // Streams and fkm samplers (DESIGN 3.4); `submit` is only called once the link exists.
+  const streams = new ProbeStreams({
+    registry,
+    setup: setup ?? emptySetup(name),
+    submit: (changes) => link.submit(changes),
+    limits: () => limits,
+    logger: log,
+    ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+  });
   let url: string | undefined;
   let listening: Promise<string> | undefined;
   const memory = new MemoryProtection("probe", () => (setup ?? emptySetup(name)).memoryProtection);
+  // Secure mode's files are read at start (a bad file is a startup error naming it).
+  let secureMode: SecureMode | undefined;
+  let https: HttpsListener | undefined;
+  const mtls = new SamplerMtls({
+    secure: options.secure !== undefined,
+    ...(options.secure?.chain === undefined ? {} : { chainFile: options.secure.chain }),
+    logger: log,
+  });
+  if (setup !== undefined) mtls.configure(setup);
   const http = createHttpApp({ logger: log });
 
   // Bodies are read raw whatever the Content-Type (DESIGN 3.2: curl's default must work; streams
@@ -156,14 +194,26 @@ export function buildProbe(options: ProbeOptions): Probe {
     if (before !== undefined && url !== undefined) {
       const restart: string[] = [];
       if (next.restApiHttpPort !== before.restApiHttpPort) restart.push("restApiHttpPort");
-      if (next.restApiHttpsPort !== before.restApiHttpsPort) restart.push("restApiHttpsPort");
+      // Without -secure the HTTPS port is unused, so changing it needs nothing.
+      if (options.secure !== undefined && next.restApiHttpsPort !== before.restApiHttpsPort)
+        restart.push("restApiHttpsPort");
       if (next.hostname !== before.hostname && options.host === undefined) restart.push("hostname");
       if (restart.length > 0) {
         log.warn({ settings: restart }, "setup changes that need a probe restart to take effect");
       }
     }
+    if (secureMode !== undefined && url !== undefined) {
+      const changed = changedSecureFiles(secureMode);
+      if (changed.length > 0) {
+        log.warn(
+          { files: changed },
+          "secure-mode certificate files changed; they take effect at the next probe restart",
+        );
+      }
+    }
     setup = next;
     limits = nextLimits;
+    mtls.configure(next);
     const removed = registry.update(next);
     const at = Date.now();
     const changes: Change[] = [];
@@ -172,6 +222,7 @@ export function buildProbe(options: ProbeOptions): Probe {
         changes.push({ kind: "dataviewDelete", dataview: addressOf(sampler, dataview), at });
       }
     }
+    changes.push(...streams.apply(next, removed));
     if (removed.length > 0) {
       log.info({ samplers: removed.length, dataviews: changes.length }, "samplers removed from the setup");
     }
@@ -181,7 +232,17 @@ export function buildProbe(options: ProbeOptions): Probe {
   const startListening = (): Promise<string> => {
     if (listening === undefined) {
       const current = setup as ProbeSetup;
-      listening = listen(http, current.restApiHttpPort, options.host ?? current.hostname).then((bound) => {
+      const host = options.host ?? current.hostname;
+      listening = listen(http, current.restApiHttpPort, host).then(async (bound) => {
+        if (secureMode !== undefined) {
+          // HTTPS beside HTTP, same routes, in secure mode only (DESIGN 3.5).
+          https = await listenHttps(http, secureMode, current.restApiHttpsPort, host, log).catch(
+            async (error) => {
+              await http.close();
+              throw error;
+            },
+          );
+        }
         url = bound;
         link.parametersChanged();
         return bound;
@@ -200,7 +261,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     connector: options.link,
     logger: log,
     parameters,
-    snapshot,
+    snapshot: () => [...snapshot(), ...streams.snapshots()],
     ...options.linkTuning,
     async onWelcome(welcome) {
       applySetup(welcome.setup, welcome.limits);
@@ -217,6 +278,9 @@ export function buildProbe(options: ProbeOptions): Probe {
   const target = (request: FastifyRequest): { sampler: SamplerState; params: DataviewParams } => {
     const params = request.params as DataviewParams;
     if (params.dataview === STREAMS_DATAVIEW) throw new VigilError("RESERVED_DATAVIEW");
+    // `…/dataview/` and `…/row/` route here with an empty name: a name is required (issue 7).
+    if (params.dataview === "") throw emptyName("dataview", "/dataview/<name>");
+    if (params.row === "") throw emptyName("row", "/row/<name>");
     return { sampler: registry.resolve(params.me, params.sampler), params };
   };
 
@@ -258,7 +322,19 @@ export function buildProbe(options: ProbeOptions): Probe {
         }
         model = new DataviewModel(addressOf(sampler, params.dataview));
       }
-      const { result, changes } = model.replace(rows, columnOrder, dataviewLimits(sampler));
+      const { result, changes, notes } = model.replace(rows, columnOrder, dataviewLimits(sampler));
+      if (notes.ignoredColumns.length > 0) {
+        // The real product's documented behaviour: such a name is not displayed and a warning logged.
+        log.warn(
+          {
+            sampler: sampler.setup.name,
+            dataview: params.dataview,
+            columns: notes.ignoredColumns.slice(0, 20).map((c) => (c.length > 64 ? `${c.slice(0, 64)}…` : c)),
+            count: notes.ignoredColumns.length,
+          },
+          "Column-Order names columns that no row has; they are not shown",
+        );
+      }
       sampler.dataviews.set(params.dataview, model);
       link.submit(changes);
       return result;
@@ -306,15 +382,15 @@ export function buildProbe(options: ProbeOptions): Probe {
       const params = request.params as { me: string; sampler: string };
       const sampler = registry.resolve(params.me, params.sampler);
       return {
-        managedEntity: sampler.managedEntity,
-        sampler: sampler.setup.name,
-        type: sampler.setup.type,
-        plugin: sampler.setup.plugin,
-        samplingInfo: { samplingOptionsActive: false, status: SAMPLING_STATUS_TEXT },
-        dataviews: [...sampler.dataviews.keys()].sort(),
+        ...samplerView(sampler),
+        ...samplerStreamsPart(streams, sampler),
       };
     },
   });
+
+  registerStreamRoutes(http, { registry, streams, ingest });
+  // Per-sampler mTLS on every sampler path, before the body is read (DESIGN 3.5).
+  http.addHook("onRequest", samplerMtlsHook(registry, mtls));
 
   const health = async () => ({ status: "OK", probe: name, link: link.status().state });
   resource(http, "/v1/healthcheck", { GET: health });
@@ -324,13 +400,15 @@ export function buildProbe(options: ProbeOptions): Probe {
     name,
     http,
     async start() {
+      if (options.secure !== undefined) secureMode = loadSecureMode(options.secure);
       link.start();
       try {
         if (setup === undefined) {
           log.info({ gateway: options.link.description }, "waiting for the gateway's setup");
           await firstWelcome;
         }
-        return { http: await startListening() };
+        const bound = await startListening();
+        return { http: bound, ...(https === undefined ? {} : { https: https.url }) };
       } catch (error) {
         await link.stop(0);
         throw error;
@@ -338,7 +416,8 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
     async stop(deadlineMs) {
       const until = Date.now() + deadlineMs;
-      await http.close();
+      streams.stop();
+      await Promise.all([http.close(), https?.close()]);
       await link.stop(Math.max(0, until - Date.now()));
     },
     updateSetup(next, nextLimits) {
@@ -346,6 +425,39 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
     linkStatus: () => link.status(),
   };
+}
+
+/** What GET on a sampler path shows of the sampler itself and its dataviews (DESIGN 3.1). */
+export interface SamplerView {
+  readonly managedEntity: string;
+  readonly sampler: string;
+  readonly type: string;
+  readonly plugin: string;
+  readonly samplingInfo: { readonly samplingOptionsActive: boolean; readonly status: string };
+  /** The names of its custom dataviews, sorted. */
+  readonly dataviews: readonly string[];
+}
+
+/**
+ * The sampler part of GET on a sampler path (DESIGN 3.1): sampling options inactive with the seed's
+ * status text, and its dataviews. The route adds the streams part beside it.
+ */
+export function samplerView(sampler: SamplerState): SamplerView {
+  return {
+    managedEntity: sampler.managedEntity,
+    sampler: sampler.setup.name,
+    type: sampler.setup.type,
+    plugin: sampler.setup.plugin,
+    samplingInfo: { samplingOptionsActive: false, status: SAMPLING_STATUS_TEXT },
+    dataviews: [...sampler.dataviews.keys()].sort(),
+  };
+}
+
+/** The 400 for an empty dataview or row name in the path (`…/dataview/`). */
+function emptyName(what: "dataview" | "row", pattern: string): VigilError {
+  return new VigilError("BAD_REQUEST", {
+    detail: `The ${what} name in the path is empty; name the ${what}: …${pattern}.`,
+  });
 }
 
 /** The setup of a probe that has not heard from its gateway yet: no entities, default settings. */

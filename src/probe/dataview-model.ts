@@ -2,7 +2,10 @@
  * One custom dataview of a rest-api sampler, held in the probe's memory (seed B "Probe ingest
  * resources", DESIGN 3.3). Rows keep their arrival order; each has a base name (the value of the
  * first column) and a published name: the first row of a base name keeps it, later ones are
- * `<name>_duplicate1`, `<name>_duplicate2`, …
+ * `<name>_duplicate1`, `<name>_duplicate2`, … skipping a suffix whose name another row has as its
+ * base name (rows `x`, `x`, `x_duplicate1` publish as `x`, `x_duplicate2`, `x_duplicate1`), so no
+ * two rows ever share a published name (issue 7). Published names are a function of the base names
+ * in row order alone ({@link publishedNames}), whatever sequence of writes led there.
  *
  * Work is proportional to the change (issue 6): published names are kept up to date incrementally
  * (a map from published name to row and, per base name, its rows in order), and every operation
@@ -23,6 +26,11 @@ export interface ReplaceResult {
   readonly rows: number;
   readonly duplicates: number;
   readonly dropped: number;
+}
+
+/** What PUT dataview did beyond its answer: `Column-Order` names that no kept row has (not shown). */
+export interface ReplaceNotes {
+  readonly ignoredColumns: readonly string[];
 }
 
 /** What bounds one dataview (seed B row limit; DESIGN 2 `maxColumnsPerDataview`, `maxCellLength`). */
@@ -61,27 +69,43 @@ interface Row {
   readonly seq: number;
   /** The first column's value when the row was written. */
   base: string;
-  /** Published name (`base` or `base_duplicateN`). */
+  /** Published name (`base` or `base_duplicate<suffix>`). */
   name: string;
+  /** 0 for the first row of its base name, else the number in its `_duplicateN` name. */
+  suffix: number;
   /** Values in column order, possibly shorter than the columns (the rest are blank). */
   cells: readonly string[];
   /** When the probe received this row's data (epoch ms). */
   at: number;
 }
 
-/** Published names for base names in order: the first keeps its name, later ones `_duplicate1`, … */
+/**
+ * Published names for base names in order (DESIGN 3.3): the first row of a base name keeps it,
+ * later ones are `_duplicate1`, `_duplicate2`, … skipping any suffix whose name is itself a base
+ * name in the list. The names are distinct: a base name is published once (by its first row), a
+ * skipped suffix never equals a base name, and `<base>_duplicate<N>` determines its base and N.
+ */
 export function publishedNames(baseNames: readonly string[]): string[] {
-  const seen = new Map<string, number>();
+  const taken = new Set(baseNames);
+  const last = new Map<string, number>();
   return baseNames.map((name) => {
-    const count = seen.get(name) ?? 0;
-    seen.set(name, count + 1);
-    return duplicateName(name, count);
+    const previous = last.get(name);
+    let suffix = 0;
+    if (previous !== undefined) {
+      suffix = previous + 1;
+      while (taken.has(duplicateName(name, suffix))) suffix += 1;
+    }
+    last.set(name, suffix);
+    return duplicateName(name, suffix);
   });
 }
 
-function duplicateName(base: string, index: number): string {
-  return index === 0 ? base : `${base}_duplicate${index}`;
+function duplicateName(base: string, suffix: number): string {
+  return suffix === 0 ? base : `${base}_duplicate${suffix}`;
 }
+
+/** `x_duplicate3` → base `x`, suffix 3 (the last `_duplicate` followed by a number without a leading 0). */
+const DUPLICATE_NAME = /^([\s\S]*)_duplicate([1-9][0-9]*)$/;
 
 const NO_ADDRESS: DataviewAddress = { managedEntity: "", sampler: "", samplerType: "", dataview: "" };
 
@@ -100,12 +124,8 @@ export class DataviewModel {
   private rows = new Map<number, Row>();
   /** Base name → its rows in seq order (index = duplicate number). */
   private groups = new Map<string, Row[]>();
-  /**
-   * Published name → rows holding it, in seq order. Almost always one row; two when a literal
-   * name collides with a duplicate name (`a_duplicate1` sent as a name beside a second `a`): the
-   * first in order is the one the name addresses.
-   */
-  private byName = new Map<string, Row[]>();
+  /** Published name → the row holding it (names are distinct, see publishedNames). */
+  private byName = new Map<string, Row>();
   private nextSeq = 0;
   private status = "OK";
   private at = Date.now();
@@ -125,40 +145,46 @@ export class DataviewModel {
   }
 
   /**
-   * PUT dataview: replaces every row. Columns follow `columnOrder` (the `Column-Order` header) and
-   * then first appearance across the rows; the first column names each row. Rows beyond
-   * `limits.rowLimit` are dropped and `samplingStatus` says how many. More than
-   * `limits.maxColumns` distinct columns is a 400 (TOO_MANY_COLUMNS) and changes nothing.
+   * PUT dataview: replaces every row. Rows beyond `limits.rowLimit` are dropped and
+   * `samplingStatus` says how many. Columns are those of the kept rows: first the ones that
+   * `columnOrder` (the `Column-Order` header) names, in its order, then the rest by first
+   * appearance; the first column names each row. A `columnOrder` name that no kept row has is not
+   * shown and is returned in `notes.ignoredColumns` for the caller to log (the real product's
+   * documented behaviour). More than `limits.maxColumns` distinct columns is a 400
+   * (TOO_MANY_COLUMNS) and changes nothing.
    */
   replace(
     rows: readonly RowCells[],
     columnOrder: readonly string[],
     limits: DataviewLimits,
     at: number = Date.now(),
-  ): { result: ReplaceResult; changes: Change[] } {
+  ): { result: ReplaceResult; changes: Change[]; notes: ReplaceNotes } {
+    const kept = rows.slice(0, Math.max(0, limits.rowLimit));
+    const dropped = rows.length - kept.length;
+    const present = new Set<string>();
+    for (const row of kept) {
+      for (const column of row.keys()) {
+        if (present.has(column)) continue;
+        if (present.size >= limits.maxColumns) this.tooManyColumns(limits.maxColumns);
+        present.add(column);
+      }
+    }
     const columns: string[] = [];
     const columnIndex = new Map<string, number>();
+    const ignoredColumns: string[] = [];
     const add = (column: string) => {
       if (columnIndex.has(column)) return;
-      if (columns.length >= limits.maxColumns) this.tooManyColumns(limits.maxColumns);
       columnIndex.set(column, columns.length);
       columns.push(column);
     };
     for (const column of columnOrder) {
-      if (column.length > limits.maxCellLength) {
-        throw new VigilError("CELL_TOO_LONG", {
-          where: "The Column-Order header",
-          column: `${column.slice(0, 64)}… (its name)`,
-          length: column.length,
-          limit: limits.maxCellLength,
-        });
-      }
-      add(column);
+      if (present.has(column)) add(column);
+      else if (!ignoredColumns.includes(column)) ignoredColumns.push(column);
     }
-    for (const row of rows) for (const column of row.keys()) add(column);
+    for (const column of present) add(column);
 
     const first = columns[0];
-    rows.forEach((cells, index) => {
+    kept.forEach((cells, index) => {
       if (first === undefined || (cells.get(first) ?? "") === "") {
         throw new VigilError("INVALID_DATAVIEW", {
           detail: `Row ${index} has no value in the first column '${first ?? ""}', which names the row; give every row a value there.`,
@@ -166,8 +192,6 @@ export class DataviewModel {
       }
     });
 
-    const kept = rows.slice(0, Math.max(0, limits.rowLimit));
-    const dropped = rows.length - kept.length;
     this.columns = columns;
     this.columnIndex = columnIndex;
     this.rows = new Map();
@@ -179,14 +203,22 @@ export class DataviewModel {
         seq: this.nextSeq++,
         base: cells.get(first as string) ?? "",
         name: "",
+        suffix: 0,
         cells: columns.map((column) => cells.get(column) ?? ""),
         at,
       };
       this.rows.set(row.seq, row);
-      const group = this.groupOf(row.base);
-      group.push(row);
-      row.name = duplicateName(row.base, group.length - 1);
-      this.addName(row);
+      this.groupOf(row.base).push(row);
+    }
+    // Names once every base name is known: a suffix is skipped when its name is a base name.
+    for (const group of this.groups.values()) {
+      let suffix = 0;
+      group.forEach((row, i) => {
+        if (i > 0) suffix = this.nextSuffix(row.base, suffix);
+        row.suffix = suffix;
+        row.name = duplicateName(row.base, suffix);
+        this.byName.set(row.name, row);
+      });
     }
     this.status =
       dropped > 0
@@ -206,6 +238,7 @@ export class DataviewModel {
     return {
       result: { rows: kept.length, duplicates: kept.length - this.groups.size, dropped },
       changes: [change],
+      notes: { ignoredColumns },
     };
   }
 
@@ -230,7 +263,7 @@ export class DataviewModel {
         detail: "The row has no cells and the dataview has no columns; send at least the first column.",
       });
     }
-    const target = this.byName.get(pathName)?.[0];
+    const target = this.byName.get(pathName);
     // Without a first-column value the row keeps its name: the path's name for a new row, the
     // row's own base name for an existing one (so `/row/a_duplicate1` stays a duplicate of `a`).
     const given = body.get(first);
@@ -255,28 +288,26 @@ export class DataviewModel {
       this.columns.push(column);
     }
     const cells = this.columns.map((column, i) => (i === 0 ? base : (body.get(column) ?? "")));
+    const renamed = new Map<Row, string>();
     let written: Row;
-    let affected: Row[];
-    let vacated: string[] = [];
     if (target === undefined) {
-      written = { seq: this.nextSeq++, base, name: "", cells, at };
+      written = { seq: this.nextSeq++, base, name: "", suffix: 0, cells, at };
       this.rows.set(written.seq, written);
+      const created = !this.groups.has(base);
       const group = this.groupOf(base);
       group.push(written);
-      written.name = duplicateName(base, group.length - 1);
-      this.addName(written);
-      affected = [written];
-    } else if (target.base === base) {
-      written = target;
-      written.cells = cells;
-      written.at = at;
-      affected = [written];
+      renamed.set(written, "");
+      if (created) this.baseAdded(base, renamed);
+      this.renumber(group, group.length - 1, renamed);
     } else {
       written = target;
-      ({ affected, vacated } = this.rename(target, base));
       written.cells = cells;
       written.at = at;
+      if (target.base !== base) this.rebase(target, base, renamed);
     }
+    this.commitNames(renamed);
+    const affected = [written, ...renamed.keys()];
+    const vacated = [...renamed.values()].filter((name) => name !== "");
     this.status = "OK";
     const changes = this.emit(affected, vacated, added.length > 0, at);
     this.emitHeadlines(changes, at);
@@ -289,21 +320,21 @@ export class DataviewModel {
    * otherwise the changes: upserts of the renumbered rows and the delete of the last name.
    */
   deleteRow(pathName: string, at: number = Date.now()): Change[] | undefined {
-    const target = this.byName.get(pathName)?.[0];
+    const target = this.byName.get(pathName);
     if (target === undefined) return undefined;
     this.rows.delete(target.seq);
+    this.byName.delete(target.name);
+    const renamed = new Map<Row, string>();
     const group = this.groups.get(target.base) ?? [];
     const index = group.indexOf(target);
     group.splice(index, 1);
-    if (group.length === 0) this.groups.delete(target.base);
-    const followers = group.slice(index);
-    const vacated = [target.name, ...followers.map((row) => row.name)];
-    this.removeName(target);
-    for (const row of followers) this.removeName(row);
-    followers.forEach((row, i) => {
-      row.name = duplicateName(row.base, index + i);
-      this.addName(row);
-    });
+    if (group.length === 0) {
+      this.groups.delete(target.base);
+      this.baseRemoved(target.base, renamed);
+    } else this.renumber(group, index, renamed);
+    this.commitNames(renamed);
+    const followers = [...renamed.keys()];
+    const vacated = [target.name, ...renamed.values()];
     const changes = this.emit(followers, vacated, false, at);
     this.emitHeadlines(changes, at);
     return changes;
@@ -321,7 +352,7 @@ export class DataviewModel {
 
   /** One row as GET shows it, by published name; undefined when there is none. */
   row(publishedName: string): RowState | undefined {
-    const row = this.byName.get(publishedName)?.[0];
+    const row = this.byName.get(publishedName);
     return row === undefined ? undefined : { name: row.name, cells: cellsRecord(this.columns, row.cells) };
   }
 
@@ -359,16 +390,17 @@ export class DataviewModel {
   }
 
   /**
-   * Moves `row` from its base name's group to `base`'s: the rows after it in the old group move
-   * down one duplicate number, those after it in the new group up one. Returns every row whose
-   * published name may have changed and the names they held.
+   * Moves `row` from its base name's group to `base`'s, at its place in row order. Every row whose
+   * published name changes (in either group, or in a group whose skipped suffixes changed) is
+   * recorded in `renamed` with its old name; names are committed by the caller.
    */
-  private rename(row: Row, base: string): { affected: Row[]; vacated: string[] } {
-    const oldGroup = this.groups.get(row.base) ?? [];
+  private rebase(row: Row, base: string, renamed: Map<Row, string>): void {
+    const oldBase = row.base;
+    const oldGroup = this.groups.get(oldBase) ?? [];
     const oldIndex = oldGroup.indexOf(row);
     oldGroup.splice(oldIndex, 1);
-    if (oldGroup.length === 0) this.groups.delete(row.base);
     row.base = base;
+    const created = !this.groups.has(base);
     const newGroup = this.groupOf(base);
     let lo = 0;
     let hi = newGroup.length;
@@ -378,30 +410,71 @@ export class DataviewModel {
       else hi = mid;
     }
     newGroup.splice(lo, 0, row);
-    const renumbered: [Row[], number][] = [
-      [oldGroup, oldIndex],
-      [newGroup, lo],
-    ];
-    const affected: Row[] = [row];
-    for (const [group, from] of renumbered)
-      for (const r of group.slice(from)) if (r !== row) affected.push(r);
-    const vacated = affected.map((r) => r.name);
-    for (const r of affected) this.removeName(r);
-    for (const [group, from] of renumbered) {
-      for (let i = from; i < group.length; i += 1) {
-        const r = group[i] as Row;
-        r.name = duplicateName(r.base, i);
-      }
+    if (!renamed.has(row)) renamed.set(row, row.name);
+    if (oldGroup.length === 0) {
+      this.groups.delete(oldBase);
+      this.baseRemoved(oldBase, renamed);
+    } else this.renumber(oldGroup, oldIndex, renamed);
+    if (created) this.baseAdded(base, renamed);
+    this.renumber(newGroup, lo, renamed);
+  }
+
+  /** The first duplicate suffix after `after` whose name is not a base name in use. */
+  private nextSuffix(base: string, after: number): number {
+    let suffix = after + 1;
+    while (this.groups.has(duplicateName(base, suffix))) suffix += 1;
+    return suffix;
+  }
+
+  /**
+   * Recomputes the suffixes and names of `group` from index `from` on, recording each row whose
+   * name changes (with its old name, the first one recorded) in `renamed`; byName is updated by
+   * {@link commitNames}.
+   */
+  private renumber(group: readonly Row[], from: number, renamed: Map<Row, string>): void {
+    let suffix = from === 0 ? -1 : (group[from - 1] as Row).suffix;
+    for (let i = from; i < group.length; i += 1) {
+      const row = group[i] as Row;
+      suffix = i === 0 ? 0 : this.nextSuffix(row.base, suffix);
+      const name = duplicateName(row.base, suffix);
+      if (name === row.name && suffix === row.suffix) continue;
+      if (!renamed.has(row)) renamed.set(row, row.name);
+      row.suffix = suffix;
+      row.name = name;
     }
-    for (const r of affected) this.addName(r);
-    return { affected, vacated };
+  }
+
+  /** A base name `x_duplicateN` now in use: the rows of `x` from suffix N on skip it. */
+  private baseAdded(base: string, renamed: Map<Row, string>): void {
+    this.parentRenumber(base, renamed);
+  }
+
+  /** A base name `x_duplicateN` no longer in use: the rows of `x` may take suffix N again. */
+  private baseRemoved(base: string, renamed: Map<Row, string>): void {
+    this.parentRenumber(base, renamed);
+  }
+
+  private parentRenumber(base: string, renamed: Map<Row, string>): void {
+    const match = DUPLICATE_NAME.exec(base);
+    if (match === null) return;
+    const parent = this.groups.get(match[1] as string);
+    if (parent === undefined) return;
+    const n = Number(match[2]);
+    const from = parent.findIndex((row, i) => i > 0 && row.suffix >= n);
+    if (from !== -1) this.renumber(parent, from, renamed);
+  }
+
+  /** Moves the renamed rows in byName: old names out first, then new names in (names are distinct). */
+  private commitNames(renamed: ReadonlyMap<Row, string>): void {
+    for (const [row, old] of renamed) if (old !== "" && this.byName.get(old) === row) this.byName.delete(old);
+    for (const row of renamed.keys()) if (this.rows.has(row.seq)) this.byName.set(row.name, row);
   }
 
   /**
    * The changes for rows whose published name or content changed: an upsert per affected row (in
    * row order; the first carries the column list when it changed: a write always upserts its own
-   * row), then, for every name no longer
-   * held, a delete — or, when another row now holds it (a name collision), that row's upsert.
+   * row), then, for every name no longer held, a delete (a name another row took over is that
+   * row's upsert, already sent).
    */
   private emit(
     affected: readonly Row[],
@@ -427,7 +500,7 @@ export class DataviewModel {
     for (const row of rows) upsert(row);
     for (const name of new Set(vacated)) {
       if (upserted.has(name)) continue;
-      const holder = this.byName.get(name)?.[0];
+      const holder = this.byName.get(name);
       if (holder !== undefined) upsert(holder);
       else changes.push({ kind: "rowDelete", dataview: this.address, at, name });
     }
@@ -441,23 +514,6 @@ export class DataviewModel {
       this.groups.set(base, group);
     }
     return group;
-  }
-
-  private addName(row: Row): void {
-    const holders = this.byName.get(row.name);
-    if (holders === undefined) this.byName.set(row.name, [row]);
-    else {
-      holders.push(row);
-      holders.sort((a, b) => a.seq - b.seq);
-    }
-  }
-
-  private removeName(row: Row): void {
-    const holders = this.byName.get(row.name);
-    if (holders === undefined) return;
-    const index = holders.indexOf(row);
-    if (index !== -1) holders.splice(index, 1);
-    if (holders.length === 0) this.byName.delete(row.name);
   }
 
   private tooManyColumns(limit: number): never {

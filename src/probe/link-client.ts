@@ -37,6 +37,7 @@ import {
   type ProbeFrame,
   type ProbeParameters,
   type WireRow,
+  type WireSeverities,
 } from "../link/protocol.js";
 import type { LinkClose, LinkConnector, LinkEnd } from "../link/transport.js";
 import { FrameError, parseGatewayFrame } from "../link/validate.js";
@@ -44,6 +45,14 @@ import type { DataviewSnapshot } from "./dataview-model.js";
 
 export type WelcomeFrame = Extract<GatewayFrame, { type: "welcome" }>;
 export type SetupFrame = Extract<GatewayFrame, { type: "setup" }>;
+
+/**
+ * A dataview of the probe's state as the link sends it: a custom dataview's snapshot, or a
+ * sampler-made one (Streams Dataview, fkm) whose rows may carry the cell severities it sets.
+ */
+export type StateSnapshot = Omit<DataviewSnapshot, "rows"> & {
+  readonly rows: readonly (DataviewSnapshot["rows"][number] & { readonly severities?: WireSeverities })[];
+};
 
 export interface LinkClientOptions {
   readonly probe: string;
@@ -59,7 +68,7 @@ export interface LinkClientOptions {
   /** A live setup update from the gateway. */
   readonly onSetup: (frame: SetupFrame) => void;
   /** The probe's current state, taken at one instant (the rows' arrays are shared, not copied). */
-  readonly snapshot: () => readonly DataviewSnapshot[];
+  readonly snapshot: () => readonly StateSnapshot[];
   /** Default PROBE_OUTGOING_CHANGES. */
   readonly maxOutgoingChanges?: number;
   /** Default PROBE_OUTGOING_BYTES. */
@@ -600,20 +609,25 @@ class StateCursor {
   private row = 0;
   private headerSent = false;
 
-  constructor(private readonly snapshots: readonly DataviewSnapshot[]) {}
+  constructor(private readonly snapshots: readonly StateSnapshot[]) {}
 
   next(maxItems: number, targetBytes: number): { items: Change[]; last: boolean } {
     const items: Change[] = [];
     let bytes = 0;
     while (items.length < maxItems && bytes < targetBytes && this.dataview < this.snapshots.length) {
-      const snapshot = this.snapshots[this.dataview] as DataviewSnapshot;
+      const snapshot = this.snapshots[this.dataview] as StateSnapshot;
       if (!this.headerSent) {
         const rows: WireRow[] = [];
         let size = 0;
         for (const column of snapshot.columns) size += column.length + 3;
         while (this.row < snapshot.rows.length && bytes + size < targetBytes) {
-          const row = snapshot.rows[this.row] as DataviewSnapshot["rows"][number];
-          const wire: WireRow = { name: row.name, cells: encodeCells(row.cells), at: row.at };
+          const row = snapshot.rows[this.row] as StateSnapshot["rows"][number];
+          const wire: WireRow = {
+            name: row.name,
+            cells: encodeCells(row.cells),
+            at: row.at,
+            ...(row.severities === undefined ? {} : { severities: row.severities }),
+          };
           size += estimateRow(wire);
           rows.push(wire);
           this.row += 1;
@@ -630,13 +644,14 @@ class StateCursor {
         bytes += size + 64;
         this.headerSent = true;
       } else if (this.row < snapshot.rows.length) {
-        const row = snapshot.rows[this.row] as DataviewSnapshot["rows"][number];
+        const row = snapshot.rows[this.row] as StateSnapshot["rows"][number];
         const change: Change = {
           kind: "row",
           dataview: snapshot.address,
           at: row.at,
           name: row.name,
           cells: encodeCells(row.cells),
+          ...(row.severities === undefined ? {} : { severities: row.severities }),
         };
         bytes += estimateChangeSize(change);
         items.push(change);

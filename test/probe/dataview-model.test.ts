@@ -39,6 +39,27 @@ describe("publishedNames", () => {
     ["unique names stay", ["a", "b"], ["a", "b"]],
     ["later duplicates are numbered from 1", ["a", "a", "a"], ["a", "a_duplicate1", "a_duplicate2"]],
     ["numbering is per base name", ["a", "b", "a", "b"], ["a", "b", "a_duplicate1", "b_duplicate1"]],
+    [
+      "a suffix that is another row's name is skipped (issue 7)",
+      ["x", "x", "x_duplicate1"],
+      ["x", "x_duplicate2", "x_duplicate1"],
+    ],
+    [
+      "the literal name may come first",
+      ["x_duplicate1", "x", "x", "x"],
+      ["x_duplicate1", "x", "x_duplicate2", "x_duplicate3"],
+    ],
+    [
+      "several taken suffixes are all skipped",
+      ["x", "x_duplicate2", "x", "x", "x_duplicate1"],
+      ["x", "x_duplicate2", "x_duplicate3", "x_duplicate4", "x_duplicate1"],
+    ],
+    [
+      "a duplicated literal gets its own suffix",
+      ["x", "x", "x_duplicate1", "x_duplicate1"],
+      ["x", "x_duplicate2", "x_duplicate1", "x_duplicate1_duplicate1"],
+    ],
+    ["a leading zero is not a suffix", ["x", "x", "x_duplicate01"], ["x", "x_duplicate1", "x_duplicate01"]],
   ];
   for (const [name, input, expected] of cases)
     test(name, () => assert.deepEqual(publishedNames(input), expected));
@@ -48,6 +69,32 @@ describe("DataviewModel semantics (seed B, DESIGN 3.3)", () => {
   const cases: [string, Step[], string[], Record<string, string>[]?][] = [
     ["first column names the row", [{ put: [{ id: "r1", v: "1" }] }], ["r1"], [{ id: "r1", v: "1" }]],
     ["Column-Order header decides the first column", [{ put: [{ id: "r1", v: "x" }], order: ["v"] }], ["x"]],
+    [
+      "a Column-Order name no row has is not shown",
+      [{ put: [{ id: "r1", v: "x" }], order: ["nope", "v"] }],
+      ["x"],
+      [{ v: "x", id: "r1" }],
+    ],
+    [
+      "PUT dataview: rows x, x, x_duplicate1 get three names",
+      [{ put: [{ id: "x" }, { id: "x" }, { id: "x_duplicate1" }] }],
+      ["x", "x_duplicate2", "x_duplicate1"],
+    ],
+    [
+      "PUT row of a literal duplicate name moves the duplicate aside",
+      [{ put: [{ id: "x" }, { id: "x" }] }, { row: "x_duplicate1", body: { id: "x_duplicate1" } }],
+      ["x", "x_duplicate1"],
+    ],
+    [
+      "PUT row creating the literal name renumbers the group that held it",
+      [{ put: [{ id: "x" }, { id: "x" }, { id: "y" }] }, { row: "y", body: { id: "x_duplicate1" } }],
+      ["x", "x_duplicate2", "x_duplicate1"],
+    ],
+    [
+      "DELETE of the literal name gives its suffix back",
+      [{ put: [{ id: "x" }, { id: "x" }, { id: "x_duplicate1" }] }, { del: "x_duplicate1" }],
+      ["x", "x_duplicate1"],
+    ],
     [
       "duplicates get _duplicateN",
       [
@@ -211,10 +258,20 @@ describe("DataviewModel semantics (seed B, DESIGN 3.3)", () => {
       () => model.putRow("x".repeat(65), cellsOf({ v: "1" }), limits()),
       (e: unknown) => e instanceof VigilError && e.code === "CELL_TOO_LONG" && /limit of 64/.test(e.body),
     );
-    assert.throws(
-      () => model.replace([], ["y".repeat(65)], limits()),
-      (e: unknown) => e instanceof VigilError && e.code === "CELL_TOO_LONG" && /Column-Order/.test(e.body),
+  });
+
+  test("Column-Order names that no kept row has are returned, not shown", () => {
+    const model = new DataviewModel();
+    const { notes } = model.replace(
+      [
+        { id: "a", v: "1" },
+        { id: "b", late: "2" },
+      ].map(cellsOf),
+      ["late", "v", "y".repeat(65), "late", "gone"],
+      limits(1),
     );
+    assert.deepEqual(notes.ignoredColumns, ["late", "y".repeat(65), "gone"]);
+    assert.deepEqual(model.state().columns, ["v", "id"]);
   });
 
   test("__proto__ and constructor are ordinary columns", () => {
@@ -297,13 +354,13 @@ describe("DataviewModel changes: work proportional to the change", () => {
  * published name, always reproduce its state.
  */
 describe("DataviewModel: incremental names and changes agree with the whole-dataview rules", () => {
-  const base = fc.constantFrom("a", "b", "c");
+  const base = fc.constantFrom("a", "b", "c", "a_duplicate1", "a_duplicate2", "b_duplicate1");
   const step: fc.Arbitrary<Step> = fc.oneof(
     fc
       .array(fc.record({ id: base, v: fc.constantFrom("1", "2", "") }), { maxLength: 6 })
       .map((put) => ({ put, limit: 5 })),
     fc.record({
-      row: fc.constantFrom("a", "b", "c", "a_duplicate1", "b_duplicate2"),
+      row: fc.constantFrom("a", "b", "c", "a_duplicate1", "b_duplicate2", "a_duplicate2"),
       body: fc.oneof(
         fc.record({ v: fc.constantFrom("7", "8") }),
         fc.record({ id: base, v: fc.constantFrom("7", "8") }),
@@ -321,7 +378,6 @@ describe("DataviewModel: incremental names and changes agree with the whole-data
         const reference: { base: string; cells: Map<string, string> }[] = [];
         let columns: string[] = [];
         const mirror = new Map<string, Map<string, string>>();
-        let collided = false;
         for (const s of steps) {
           let changes: Change[];
           try {
@@ -371,10 +427,8 @@ describe("DataviewModel: incremental names and changes agree with the whole-data
               mirror.set(change.name, new Map(state.columns.map((c, i) => [c, values[i] ?? ""])));
             } else if (change.kind === "rowDelete") mirror.delete(change.name);
           }
-          // A literal name equal to a duplicate's (`a_duplicate1` created by path beside a second
-          // `a`) makes two rows share a published name: the mirror cannot hold both from then on.
-          if (new Set(state.rows.map((r) => r.name)).size !== state.rows.length) collided = true;
-          if (collided) continue;
+          // Names are distinct (issue 7), so the mirror keyed by name holds every row.
+          assert.equal(new Set(state.rows.map((r) => r.name)).size, state.rows.length);
           const nonBlank = (m: ReadonlyMap<string, string>) => [...m].filter(([, v]) => v !== "").sort();
           assert.deepEqual([...mirror.keys()].sort(), state.rows.map((r) => r.name).sort());
           for (const row of state.rows) {

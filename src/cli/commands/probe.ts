@@ -1,5 +1,7 @@
 /**
- * `vigil probe (--gateway URL | --config FILE) --name NAME [--host HOST]` (DESIGN 1). With
+ * `vigil probe (--gateway URL | --config FILE) --name NAME [--host HOST] [-secure -ssl-certificate P
+ * -ssl-certificate-key P [-ssl-certificate-chain P]]` (DESIGN 1; the secure-mode flags also take
+ * two dashes, see src/probe/tls/secure-flags.ts). With
  * `--gateway` the probe takes its part of the setup from the gateway; with `--config` it reads it
  * from the file (and listens at once) and links to `--gateway`, or to the setup's gateway port on
  * this host when `--gateway` is not given.
@@ -9,11 +11,16 @@ import { startProbeService } from "../../compose/probe-service.js";
 import { DEFAULT_GATEWAY_PORT } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
 import { webSocketConnector } from "../../link/websocket.js";
+import {
+  addSecureModeOptions,
+  type SecureFlagValues,
+  secureModeFromFlags,
+} from "../../probe/tls/secure-flags.js";
 import { createLogger } from "../logger.js";
 import { runService } from "../run-service.js";
 import { ALL_INTERFACES } from "./hosts.js";
 
-interface ProbeCommandOptions {
+interface ProbeCommandOptions extends SecureFlagValues {
   gateway?: string;
   config?: string;
   name: string;
@@ -22,8 +29,7 @@ interface ProbeCommandOptions {
 }
 
 export function registerProbe(program: Command): void {
-  program
-    .command("probe")
+  addSecureModeOptions(program.command("probe"))
     .description("a probe: rest-api samplers taking pushed data, linked to a gateway")
     .requiredOption("--name <name>", "the probe's name in the setup")
     .option("--gateway <url>", "the gateway to link to, e.g. http://gateway-host:7039")
@@ -34,6 +40,7 @@ export function registerProbe(program: Command): void {
       if (options.gateway === undefined && options.config === undefined) {
         throw new Error("vigil probe needs --gateway URL (setup from the gateway) or --config FILE");
       }
+      const secure = secureModeFromFlags(options);
       const logger = createLogger(options.logLevel);
       const setup = options.config === undefined ? undefined : loadSetupFile(options.config);
       const gateway = options.gateway ?? `http://127.0.0.1:${setup?.gateway.port ?? DEFAULT_GATEWAY_PORT}`;
@@ -48,6 +55,7 @@ export function registerProbe(program: Command): void {
             link: webSocketConnector(gateway),
             ...(setup === undefined ? {} : { setup }),
             host: options.host,
+            ...(secure === undefined ? {} : { secure }),
             logger,
           }),
       });
