@@ -4,8 +4,12 @@
  * the key set the hub publishes at `/.well-known/jwks.json`. jose fetches and caches that key set
  * and fetches it again when a token names a key it has not seen (a key rotation).
  */
+import { X509Certificate } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { checkServerIdentity, type TLSSocket } from "node:tls";
 import type { FastifyInstance } from "fastify";
-import { createRemoteJWKSet, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, type FetchImplementation, jwtVerify } from "jose";
 import { VigilError } from "../errors/catalog.js";
 import { sendError } from "../http/error-handler.js";
 import {
@@ -16,25 +20,101 @@ import {
   TOKEN_REQUIRED_CLAIMS,
 } from "./token-claims.js";
 
-/** Checks a bearer token; rejects when it is not a valid hub-issued token. */
-export type TokenVerifier = (token: string) => Promise<void>;
+/**
+ * Checks a bearer token; rejects when it is not a valid hub-issued token. It may resolve with the
+ * token's expiry as a number (epoch ms), which long-lived answers such as the message tap enforce;
+ * any other value means the expiry is not known.
+ */
+export type TokenVerifier = (token: string) => Promise<unknown>;
+
+/** The expiry of the token each authenticated request carried (set by {@link requireBearer}). */
+const expiries = new WeakMap<IncomingMessage, number>();
+
+/** When the token of `request` expires (epoch ms), if its verifier said. */
+export function tokenExpiresAt(request: IncomingMessage): number | undefined {
+  return expiries.get(request);
+}
 
 /**
  * A verifier that trusts the key set served by the hub at `hubUrl` (`<hubUrl>/.well-known/jwks.json`).
  * It accepts what the hub itself accepts: an EdDSA signature by one of those keys, `iss` "vigil-hub",
  * `aud` "vigil", an `exp` in the future (no clock tolerance), and `sub`, `iat`, `jti` present.
  */
-export function hubTokenVerifier(hubUrl: string): TokenVerifier {
-  const keys = createRemoteJWKSet(new URL(JWKS_URL, hubUrl));
+export function hubTokenVerifier(hubUrl: string, hubCertificate?: string): TokenVerifier {
+  const keys = createRemoteJWKSet(
+    new URL(JWKS_URL, hubUrl),
+    hubCertificate === undefined ? {} : { [customFetch]: fetchTrusting(hubCertificate) },
+  );
   return async (token) => {
-    await jwtVerify(token, keys, {
+    const { payload } = await jwtVerify(token, keys, {
       algorithms: [TOKEN_ALGORITHM],
       issuer: DEFAULT_TOKEN_ISSUER,
       audience: DEFAULT_TOKEN_AUDIENCE,
       requiredClaims: [...TOKEN_REQUIRED_CLAIMS],
     });
+    return typeof payload.exp === "number" ? payload.exp * 1000 : undefined;
   };
 }
+
+/**
+ * A fetch for the hub's key set over HTTPS that accepts the hub's own `hub.tls.certificate` (often
+ * self-signed or from a private CA) by its SHA-256 fingerprint, and otherwise a certificate the
+ * public CAs vouch for, for the URL's host. So a gateway reading the same setup verifies the tokens
+ * of an HTTPS hub without other configuration. The request carries no credential. A key set is a
+ * few hundred bytes: the answer is bounded at 64 KiB.
+ */
+function fetchTrusting(certificate: string): FetchImplementation {
+  let pinned: string | undefined;
+  try {
+    pinned = new X509Certificate(certificate).fingerprint256;
+  } catch {
+    pinned = undefined; // not a certificate: only the public CAs are trusted
+  }
+  return (url, options) =>
+    new Promise<Response>((resolve, reject) => {
+      const host = new URL(url).hostname;
+      const req = httpsRequest(
+        url,
+        { method: "GET", rejectUnauthorized: false, signal: options.signal },
+        (res) => {
+          const socket = res.socket as TLSSocket;
+          const peer = socket.getPeerCertificate();
+          const trusted =
+            (pinned !== undefined && peer.fingerprint256 === pinned) ||
+            (socket.authorized && checkServerIdentity(host, peer) === undefined);
+          if (!trusted) {
+            req.destroy(
+              new Error(
+                `the hub at ${host} presented a certificate that is neither hub.tls.certificate nor one a public CA vouches for`,
+              ),
+            );
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > JWKS_MAX_BYTES)
+              req.destroy(new Error(`the hub's key set is larger than ${JWKS_MAX_BYTES} bytes`));
+            else chunks.push(chunk);
+          });
+          res.on("end", () => {
+            const status = res.statusCode ?? 502;
+            // A Response of these statuses may not have a body.
+            const body = [101, 204, 205, 304].includes(status) ? null : Buffer.concat(chunks);
+            const headers = { "content-type": res.headers["content-type"] ?? "application/json" };
+            resolve(new Response(body, { status, headers }));
+          });
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+}
+
+/** Largest key-set answer read from the hub. */
+const JWKS_MAX_BYTES = 64 * 1024;
 
 /**
  * Requires `Authorization: Bearer <token>` on the given URL prefixes (matched against the route
@@ -55,7 +135,8 @@ export function requireBearer(
     if (match?.[1] === undefined)
       return sendError(reply, new VigilError("UNAUTHORIZED", {}, { headers: challenge }));
     try {
-      await verify(match[1]);
+      const expiresAt = await verify(match[1]);
+      if (typeof expiresAt === "number") expiries.set(request.raw, expiresAt);
     } catch (error) {
       return sendError(
         reply,

@@ -2,10 +2,12 @@
  * The gateway as a running service (DESIGN 1 `vigil gateway`, and the gateway inside `vigil up`):
  * its publish targets behind one publisher, the probe link and HTTP API on host:port.
  */
+import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { hubTokenVerifier } from "../auth/bearer.js";
 import type { MemoryBus } from "../bus/memory-bus.js";
 import type { Setup } from "../config/setup.js";
+import { preparePrivateDir } from "../fs/private-files.js";
 import { buildGateway, type Gateway } from "../gateway/app.js";
 import { Publisher } from "../gateway/publish/publisher.js";
 import type { RunningService } from "./service.js";
@@ -33,18 +35,25 @@ export interface GatewayService extends RunningService {
 /** Builds the publish targets and the gateway, and listens; resolves once the gateway serves. */
 export async function startGatewayService(options: GatewayServiceOptions): Promise<GatewayService> {
   const { setup, logger } = options;
+  // Data dir 0700 and files 0600 (umask 0077) for its state and file sinks (issue 10).
+  await preparePrivateDir(options.dataDir);
   const sinks = createSinks(setup.gateway.publish, {
     dataDir: options.dataDir,
     ...(options.memoryBus === undefined ? {} : { memoryBus: options.memoryBus }),
     logger,
   });
   const publisher = new Publisher({ gateway: setup.gateway.name, sinks, logger });
-  const hubUrl = options.hubUrl ?? `http://127.0.0.1:${setup.hub.port}`;
+  const hubTls = setup.hub.tls.certificate !== "";
+  const hubUrl = options.hubUrl ?? `${hubTls ? "https" : "http"}://127.0.0.1:${setup.hub.port}`;
+  // An HTTPS hub's certificate (often self-signed) is trusted for its key set when readable here.
+  const hubCertificate = hubTls ? readableText(setup.hub.tls.certificate) : undefined;
   const gateway = buildGateway({
     setup,
     publisher,
     logger,
-    ...(setup.hub.security.enabled ? { verifyToken: hubTokenVerifier(hubUrl) } : {}),
+    // Snoozes, assignments and last published severities survive a restart (DESIGN 4.2).
+    dataDir: options.dataDir,
+    ...(setup.hub.security.enabled ? { verifyToken: hubTokenVerifier(hubUrl, hubCertificate) } : {}),
   });
   let url: string;
   try {
@@ -65,4 +74,13 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
       await publisher.close(Math.max(0, until - Date.now()));
     },
   };
+}
+
+/** A file's text, or undefined when it cannot be read (the public CAs alone are then trusted). */
+function readableText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * The built-in setup `vigil up` uses without `--config` (DESIGN 1): one gateway publishing to the
  * embedded hub, one probe on the default ports with three managed entities, an fkm sampler reading
- * web-01's application log, two rules and a demo application key. `vigil up --demo` pushes data into
+ * web-01's application log, rules that give the demo every severity, and a demo application key. `vigil up --demo` pushes data into
  * exactly these samplers.
  */
 import { parseSetup } from "./load-setup.js";
@@ -52,6 +52,28 @@ rules:
   - name: slow
     target: { sampler: orders, row: "*", column: latency }
     when: { operator: ">", value: 250 }
+    severity: WARNING
+  # With the demo's data these give OK, WARNING, CRITICAL and UNKNOWN over time; cells no rule
+  # targets (name) stay UNDEFINED.
+  - name: queue building
+    target: { sampler: orders, dataview: queue, row: "*", column: queued }
+    when: { operator: ">", value: 60 }
+    severity: WARNING
+  - name: very slow
+    target: { sampler: orders, row: "*", column: latency }
+    when: { operator: ">", value: 350 }
+    severity: CRITICAL
+  - name: latency not measured
+    target: { sampler: orders, row: "*", column: latency }
+    when: { operator: "<", value: 20 }
+    severity: UNKNOWN
+  - name: cpu busy
+    target: { sampler: orders, row: "*", column: cpu }
+    when: { operator: ">", value: 80 }
+    severity: WARNING
+  - name: rows missing
+    target: { sampler: orders, dataview: queue, headline: totalRows }
+    when: { operator: "<", value: 4 }
     severity: WARNING
 
 hub:

@@ -5,22 +5,36 @@
  * service (STYLE 3); the publisher is built and closed by the caller.
  */
 import type { IncomingMessage } from "node:http";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { WebSocketServer } from "ws";
-import { DEFAULT_GATEWAY_HOST, LINK_MAX_FRAME_BYTES, TAP_MAX_BUFFERED_BYTES } from "../config/defaults.js";
+import {
+  DEFAULT_GATEWAY_HOST,
+  GATEWAY_SEVERITIES_FILE,
+  GATEWAY_STATE_FILE,
+  LINK_MAX_FRAME_BYTES,
+  STATE_SAVE_INTERVAL_MS,
+  TAP_END_GRACE_MS,
+  TAP_MAX_BUFFERED_BYTES,
+  TAP_MAX_CLIENTS,
+} from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
+import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { type InProcessConnector, inProcessConnector } from "../link/in-process.js";
 import { LINK_PATH } from "../link/protocol.js";
 import { webSocketEnd } from "../link/websocket.js";
-import { requireBearer, type TokenVerifier } from "./gateway-auth.js";
+import { registerCommandRoutes } from "./commands/command-routes.js";
+import { requireBearer, type TokenVerifier, tokenExpiresAt } from "./gateway-auth.js";
 import { Hierarchy } from "./hierarchy.js";
 import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
+import type { SeverityEngine } from "./severity/severity-engine.js";
+import { readGatewayState, StateKeeper } from "./state/state-file.js";
 
 /** Time closing links get to finish their closing handshake when the stop deadline is spent. */
 const LINK_CLOSE_GRACE_MS = 100; // ms
@@ -44,6 +58,15 @@ export interface GatewayOptions {
   readonly linkTuning?: GatewayLinkTuning;
   /** Default TAP_MAX_BUFFERED_BYTES. */
   readonly tapMaxBufferedBytes?: number;
+  /** Message-tap clients served at once; default TAP_MAX_CLIENTS. */
+  readonly tapMaxClients?: number;
+  /**
+   * Where the state file (snoozes, assignments, last published severities) is kept and read back
+   * at start; without it the state lives in memory only (tests).
+   */
+  readonly dataDir?: string;
+  /** Epoch ms for commands and `until*` times; default Date.now (tests pass a controllable clock). */
+  readonly clock?: () => number;
 }
 
 export interface Gateway {
@@ -65,6 +88,11 @@ export interface Gateway {
   stop(deadlineMs: number): Promise<void>;
   /** The probe links, as `GET /v1/status` shows them. */
   links(): LinkStatus[];
+  /**
+   * Releases the snoozes and assignments whose `untilTime` has come and writes changed state;
+   * the started gateway runs it every STATE_SAVE_INTERVAL_MS (tests call it after moving the clock).
+   */
+  tick(): Promise<void>;
 }
 
 /** Builds an unstarted gateway for a setup. */
@@ -72,7 +100,59 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const { publisher, logger } = options;
   let setup = options.setup;
   const log = logger.child({ component: "gateway", gateway: setup.gateway.name });
-  const hierarchy = new Hierarchy(setup.gateway, setup.probes);
+  const clock = options.clock ?? Date.now;
+  const dataDir = options.dataDir;
+  const kept = dataDir === undefined ? undefined : readGatewayState(dataDir, setup.gateway.name, log);
+  // Severities of probes the setup no longer has would never be published again: dropped.
+  const probes = new Set(setup.probes.map((p) => p.name));
+  const restored =
+    kept === undefined
+      ? undefined
+      : {
+          ...kept,
+          severities: kept.severities.filter(([key]) => {
+            try {
+              const probe = (JSON.parse(key) as unknown[])[0];
+              return probe === null || probes.has(String(probe));
+            } catch {
+              return false; // not a key this gateway wrote
+            }
+          }),
+        };
+  const hierarchy = new Hierarchy(setup.gateway, setup.probes, {
+    rules: setup.rules,
+    ...(restored === undefined ? {} : { restored }),
+  });
+  const events = hierarchy.events as SeverityEngine;
+  // Snoozes and assignments are written at every command; severities at most every second.
+  const keepers =
+    dataDir === undefined
+      ? undefined
+      : {
+          states: new StateKeeper(
+            join(dataDir, GATEWAY_STATE_FILE),
+            setup.gateway.name,
+            () => events.exportStates(),
+            log,
+          ),
+          severities: new StateKeeper(
+            join(dataDir, GATEWAY_SEVERITIES_FILE),
+            setup.gateway.name,
+            () => events.exportSeverities(),
+            log,
+          ),
+        };
+  const noteChanges = (): void => {
+    const dirty = events.takeDirty();
+    if (dirty.states) keepers?.states.saveSoon();
+    if (dirty.severities) keepers?.severities.saveSoon();
+  };
+  let ticker: NodeJS.Timeout | undefined;
+  const tick = async (): Promise<void> => {
+    publisher.publish(events.tick(clock()));
+    noteChanges();
+    await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
+  };
   const memory = new MemoryProtection("gateway", () => setup.gateway.memoryProtection);
   const links = new LinkServer({
     setup: () => setup,
@@ -111,35 +191,66 @@ export function buildGateway(options: GatewayOptions): Gateway {
       memory: memory.reading(),
       publisher: publisher.status(),
       tap: { clients: taps.size, dropped: tapDropped },
+      events: events.stats(),
     }),
   });
 
   if (options.verifyToken !== undefined)
-    requireBearer(http, ["/v1/messages", "/v1/commands"], options.verifyToken);
+    requireBearer(http, ["/v1/messages", "/v1/commands", "/v1/items"], options.verifyToken);
+  registerCommandRoutes(http, {
+    engine: events,
+    gateway: () => setup.gateway.name,
+    publish: (messages) => publisher.publish(messages),
+    persist: async () => {
+      noteChanges();
+      await keepers?.states.flush();
+    },
+    clock,
+  });
 
-  const taps = new Set<{ end(): void }>();
+  const taps = new Set<{ end(reason?: string): void }>();
   let tapDropped = 0;
   const tapLimit = options.tapMaxBufferedBytes ?? TAP_MAX_BUFFERED_BYTES;
+  const tapMaxClients = options.tapMaxClients ?? TAP_MAX_CLIENTS;
   http.addHook("preClose", async () => {
     for (const tap of taps) tap.end();
   });
 
   // Live message tap (DESIGN 4.3): server-sent events, `event:` the type, `data:` one JSON line.
-  // A client that reads slower than messages come is dropped once TAP_MAX_BUFFERED_BYTES wait.
+  // Bounded (issue 10): at most TAP_MAX_CLIENTS clients; a client that reads slower than messages
+  // come is let go once TAP_MAX_BUFFERED_BYTES wait; a stream opened with a token ends when the
+  // token expires. Each ending sends a final `event: end` with the reason, and the connection is
+  // cut TAP_END_GRACE_MS later if the client has not read it by then.
   resource(http, "/v1/messages", {
     GET: async (request, reply) => {
+      if (taps.size >= tapMaxClients) {
+        throw new VigilError("SERVICE_UNAVAILABLE", {
+          detail: `The message tap serves at most ${tapMaxClients} clients at once; retry later.`,
+        });
+      }
       reply.hijack();
       const raw = reply.raw;
       raw.writeHead(200, {
         "content-type": "text/event-stream",
         "cache-control": "no-cache",
-        connection: "keep-alive",
+        // The stream holds its connection to the end; it is not reused afterwards.
+        connection: "close",
       });
       raw.write(": vigil message tap\n\n");
       let unsubscribe = (): void => {};
-      const drop = () => {
-        unsubscribe();
-        taps.delete(raw);
+      let expiry: NodeJS.Timeout | undefined;
+      const tap = {
+        end: (reason = "the gateway is stopping") => {
+          if (!taps.has(tap)) return;
+          taps.delete(tap);
+          unsubscribe();
+          clearTimeout(expiry);
+          // The final event, then the connection closes once it is flushed; a client that reads
+          // nothing more is cut after the grace period (its data may sit in the kernel's buffers).
+          const socket = raw.socket;
+          raw.end(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+          setTimeout(() => socket?.destroy(), TAP_END_GRACE_MS).unref();
+        },
       };
       unsubscribe = publisher.subscribe((envelope) => {
         if (raw.writableLength > tapLimit) {
@@ -148,16 +259,29 @@ export function buildGateway(options: GatewayOptions): Gateway {
             { remote: request.ip, buffered: raw.writableLength },
             "message tap client too slow; disconnected",
           );
-          drop();
-          raw.destroy();
+          tap.end(`the client read too slowly: more than ${tapLimit} bytes were waiting for it`);
           return;
         }
         raw.write(
           `id: ${envelope.id}\nevent: ${envelope.message.type}\ndata: ${JSON.stringify(envelope.message)}\n\n`,
         );
       });
-      taps.add(raw);
-      request.raw.on("close", drop);
+      taps.add(tap);
+      const expiresAt = tokenExpiresAt(request.raw);
+      if (expiresAt !== undefined) {
+        // setTimeout takes at most 2^31-1 ms; a token living longer is re-checked then.
+        const endAtExpiry = () => {
+          const left = expiresAt - Date.now();
+          if (left <= 0) tap.end("the access token expired; open the tap again with a new token");
+          else expiry = setTimeout(endAtExpiry, Math.min(left, 2 ** 31 - 1));
+        };
+        endAtExpiry();
+      }
+      request.raw.on("close", () => {
+        taps.delete(tap);
+        unsubscribe();
+        clearTimeout(expiry);
+      });
     },
   });
 
@@ -176,14 +300,27 @@ export function buildGateway(options: GatewayOptions): Gateway {
       }
       setup = next;
       publisher.publish(hierarchy.updateSetup(next.gateway, next.probes, Date.now()));
+      // New rules are evaluated at once over what the gateway holds (DESIGN 4.1).
+      if (JSON.stringify(next.rules) !== JSON.stringify(before.rules)) {
+        publisher.publish(hierarchy.updateRules(next.rules, clock()));
+        log.info({ rules: next.rules.length }, "rules changed; severities evaluated again");
+      }
       links.updateSetup(before, next);
     },
     async start(port = setup.gateway.port, host = DEFAULT_GATEWAY_HOST) {
-      return listen(http, port, host);
+      const url = await listen(http, port, host);
+      // Current state republished on start (DESIGN 4.3): the gateway's severity, snoozes, assignments.
+      publisher.publish(events.snapshot(clock()));
+      ticker = setInterval(() => {
+        tick().catch((error: unknown) => log.error({ err: error }, "gateway tick failed"));
+      }, STATE_SAVE_INTERVAL_MS);
+      ticker.unref();
+      return url;
     },
     async stop(deadlineMs) {
       const until = Date.now() + deadlineMs;
       stopping = true;
+      if (ticker !== undefined) clearInterval(ticker);
       await links.close(deadlineMs);
       // The links were closed with a close frame; sockets that do not finish the closing
       // handshake in time are cut, so the HTTP server's close never waits on them.
@@ -194,7 +331,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await Promise.race([Promise.all(closing), new Promise((resolve) => setTimeout(resolve, left).unref())]);
       for (const client of wss.clients) client.terminate();
       await http.close();
+      // The severities the last links changed (`Down` included) are kept for the next run.
+      noteChanges();
+      await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
     },
     links: () => links.status(),
+    tick,
   };
 }

@@ -3,4 +3,4 @@
  * process that verifies hub tokens; this file keeps the gateway's import path. The gateway imports
  * nothing from `src/hub/`.
  */
-export { hubTokenVerifier, requireBearer, type TokenVerifier } from "../auth/bearer.js";
+export { hubTokenVerifier, requireBearer, type TokenVerifier, tokenExpiresAt } from "../auth/bearer.js";

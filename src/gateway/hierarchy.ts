@@ -16,15 +16,16 @@
  * (a probe never sends them; a wrong one must not grow the gateway).
  */
 import { DEFAULT_ROW_LIMIT, GATEWAY_MAX_DATAVIEWS_PER_SAMPLER } from "../config/defaults.js";
-import type { GatewaySetup, ProbeSetup, SamplerSetup } from "../config/setup.js";
+import type { GatewaySetup, ProbeSetup, RuleSetup, SamplerSetup } from "../config/setup.js";
 import {
   type Change,
   type DataviewAddress,
   decodeCells,
   type ProbeParameters,
   type WireHeadlines,
+  type WireSeverities,
 } from "../link/protocol.js";
-import type { Operation, PublicV2Message } from "../messages/types.js";
+import type { EventTarget, Operation, PublicV2Message } from "../messages/types.js";
 import {
   headlineMessage,
   iso,
@@ -33,6 +34,12 @@ import {
   probeMessage,
   tableMessage,
 } from "./message-builders.js";
+import {
+  type EngineState,
+  type FoundItem,
+  type ItemLookup,
+  SeverityEngine,
+} from "./severity/severity-engine.js";
 
 type Parameters = ProbeParameters & { readonly ConState: string };
 
@@ -42,6 +49,8 @@ interface RowRecord {
   /** Values in that column order, possibly shorter (the rest are blank). */
   readonly cells: readonly string[];
   readonly at: number;
+  /** Cell severities its sampler set (fkm `matches`, DESIGN 3.4). */
+  readonly severities?: WireSeverities | undefined;
 }
 
 interface DataviewRecord {
@@ -150,16 +159,50 @@ function maxRowsOf(sampler: SamplerSetup, gateway: GatewaySetup): number {
   return gateway.customDataviewMaxRows > 0 ? gateway.customDataviewMaxRows : sampler.rowLimit;
 }
 
-/** The gateway's view of every probe of its setup; each method returns the messages to publish. */
-export class Hierarchy {
+/** Severity, snooze and assignment events (DESIGN 4.1–4.2): the rules and the state kept from the last run. */
+export interface HierarchyEvents {
+  readonly rules: readonly RuleSetup[];
+  readonly restored?: EngineState;
+}
+
+/**
+ * The gateway's view of every probe of its setup; each method returns the messages to publish.
+ * With `events`, the severity engine (src/gateway/severity) watches those messages and adds its
+ * `severity`, `snooze` and `userassignment` messages after their causes.
+ */
+export class Hierarchy implements ItemLookup {
   private readonly probes = new Map<string, ProbeRecord>();
   /** Changes refused since start (unknown sampler or dataview, beyond a bound). */
   rejected = 0;
+  /** The severity engine, when the hierarchy was built with `events`. */
+  readonly events: SeverityEngine | undefined;
 
   constructor(
     private gateway: GatewaySetup,
     probes: readonly ProbeSetup[],
+    events?: HierarchyEvents,
   ) {
+    this.events =
+      events === undefined
+        ? undefined
+        : new SeverityEngine({
+            gateway: gateway.name,
+            rules: events.rules,
+            lookup: this,
+            samplerSeverities: (probe, t, row) =>
+              this.probes
+                .get(probe)
+                ?.dataviews.get(
+                  dataviewKeyOf({
+                    managedEntity: t.managedEntity,
+                    sampler: t.sampler,
+                    samplerType: t.type,
+                    dataview: t.dataview,
+                  }),
+                )
+                ?.rows.get(row)?.severities,
+            ...(events.restored === undefined ? {} : { restored: events.restored }),
+          });
     for (const setup of probes) {
       this.probes.set(setup.name, {
         setup,
@@ -201,7 +244,10 @@ export class Hierarchy {
     if (published === undefined || published.ConState !== "Up" || record.sync !== undefined) return [];
     if (sameParameters(published, parameters)) return [];
     record.published = { ...parameters, ConState: "Up" };
-    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
+    return this.observed(
+      [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))],
+      nowMs,
+    );
   }
 
   /**
@@ -216,6 +262,8 @@ export class Hierarchy {
     let rejected = 0;
     if (record.sync === undefined) {
       record.sync = new Map();
+      const osType = record.parameters?.osType ?? "";
+      if (this.events !== undefined) messages.push(...this.events.beginSync(probe, osType, nowMs));
       messages.push(...this.announce(record, now));
     }
     const sync = record.sync;
@@ -246,7 +294,9 @@ export class Hierarchy {
       record.sync = undefined;
     }
     this.rejected += rejected;
-    return { messages, rejected };
+    const out = this.observed(messages, nowMs);
+    if (last && this.events !== undefined) out.push(...this.events.endSync(probe, nowMs));
+    return { messages: out, rejected };
   }
 
   /** A batch of live changes, each applied in time proportional to its size. */
@@ -257,7 +307,7 @@ export class Hierarchy {
     let rejected = 0;
     for (const change of changes) if (!this.applyChange(record, change, now, messages)) rejected += 1;
     this.rejected += rejected;
-    return { messages, rejected };
+    return { messages: this.observed(messages, nowMs), rejected };
   }
 
   /** The probe's link is gone (lost or `bye`): `probe update` with `ConState: Down`. */
@@ -268,7 +318,10 @@ export class Hierarchy {
     const published = record.published;
     if (published === undefined || published.ConState === "Down") return [];
     record.published = { ...published, ConState: "Down" };
-    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
+    return this.observed(
+      [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))],
+      nowMs,
+    );
   }
 
   /**
@@ -318,7 +371,92 @@ export class Hierarchy {
         else sampler.dataviews += 1;
       }
     }
-    return messages;
+    return this.observed(messages, nowMs);
+  }
+
+  /**
+   * New rules (setup reload): every row and headline is evaluated again at once; returns the
+   * severity messages of the items whose severity changed.
+   */
+  updateRules(rules: readonly RuleSetup[], nowMs: number): PublicV2Message[] {
+    if (this.events === undefined) return [];
+    this.events.setRules(rules);
+    const current = this.snapshot(nowMs).filter((m) => m.type === "headline" || m.type === "table");
+    return this.events.observe(current, nowMs, true);
+  }
+
+  /** The messages with the events they cause, when events are on. */
+  private observed(messages: PublicV2Message[], nowMs: number): PublicV2Message[] {
+    if (this.events === undefined || messages.length === 0) return messages;
+    return this.events.observe(messages, nowMs);
+  }
+
+  // ---- ItemLookup (the severity engine and `GET /v1/items`) --------------------------------------
+
+  find(target: EventTarget): FoundItem | undefined {
+    if (target.gateway !== this.gateway.name) return undefined;
+    if (target.probe === undefined) return {};
+    const record = this.probes.get(target.probe);
+    if (record === undefined) return undefined;
+    const osType = record.published?.osType ?? record.parameters?.osType;
+    if (target.managedEntity === undefined) return osType === undefined ? {} : { osType };
+    const entity = record.setup.managedEntities.find((e) => e.name === target.managedEntity);
+    if (entity === undefined) return undefined;
+    if (target.sampler === undefined) return {};
+    const sampler = entity.samplers.find((s) => s.name === target.sampler && s.type === target.type);
+    if (sampler === undefined) return undefined;
+    if (target.dataview === undefined) return { plugin: sampler.plugin };
+    const dataview = record.dataviews.get(
+      dataviewKeyOf({
+        managedEntity: entity.name,
+        sampler: sampler.name,
+        samplerType: sampler.type,
+        dataview: target.dataview,
+      }),
+    );
+    if (dataview === undefined) return undefined;
+    if (target.column === undefined) return { plugin: dataview.plugin };
+    if (target.row === undefined) {
+      const headline = dataview.headlines.find(([name]) => name === target.column);
+      return headline === undefined ? undefined : { plugin: dataview.plugin, value: headline[1] };
+    }
+    const row = dataview.rows.get(target.row);
+    const index = row?.columns.indexOf(target.column) ?? -1;
+    if (row === undefined || index < 0) return undefined;
+    return { plugin: dataview.plugin, value: row.cells[index] ?? "" };
+  }
+
+  children(target: EventTarget): EventTarget[] {
+    const gateway = this.gateway.name;
+    if (target.probe === undefined) return [...this.probes.keys()].map((probe) => ({ gateway, probe }));
+    const record = this.probes.get(target.probe);
+    if (record === undefined) return [];
+    const probe = record.setup.name;
+    if (target.managedEntity === undefined)
+      return record.setup.managedEntities.map((e) => ({ gateway, probe, managedEntity: e.name }));
+    const entity = record.setup.managedEntities.find((e) => e.name === target.managedEntity);
+    if (entity === undefined) return [];
+    const managedEntity = entity.name;
+    if (target.sampler === undefined)
+      return entity.samplers.map((s) => ({ gateway, probe, managedEntity, type: s.type, sampler: s.name }));
+    const type = target.type ?? "";
+    const sampler = target.sampler;
+    if (target.dataview === undefined) {
+      const key = samplerKeyOf(managedEntity, sampler, type);
+      return [...record.dataviews.values()]
+        .filter((d) => d.samplerKey === key)
+        .map((d) => ({ gateway, probe, managedEntity, type, sampler, dataview: d.address.dataview }));
+    }
+    if (target.column !== undefined) return [];
+    const dataview = record.dataviews.get(
+      dataviewKeyOf({ managedEntity, sampler, samplerType: type, dataview: target.dataview }),
+    );
+    if (dataview === undefined) return [];
+    const base = { gateway, probe, managedEntity, type, sampler, dataview: target.dataview };
+    const out: EventTarget[] = dataview.headlines.map(([column]) => ({ ...base, column }));
+    for (const [row, record] of dataview.rows)
+      for (const column of record.columns) out.push({ ...base, row, column });
+    return out;
   }
 
   /** Current state of every item as `snapshot` messages (gateway start, on request). */
@@ -560,6 +698,7 @@ export class Hierarchy {
         row.at ?? item.at,
         now,
         out,
+        row.severities,
       );
     }
     return true;
@@ -588,6 +727,7 @@ export class Hierarchy {
       item.at,
       now,
       out,
+      item.severities,
     );
     return true;
   }
@@ -601,9 +741,10 @@ export class Hierarchy {
     at: number,
     now: string,
     out: PublicV2Message[],
+    severities: WireSeverities | undefined,
   ): void {
     seen.add(name);
-    const row: RowRecord = { columns: dataview.columns, cells, at };
+    const row: RowRecord = { columns: dataview.columns, cells, at, severities };
     const before = dataview.rows.get(name);
     dataview.rows.set(name, row);
     const operation: Operation =
@@ -633,6 +774,7 @@ export class Hierarchy {
           columns: dataview.columns,
           cells: decodeCells(change.cells, dataview.columns.length),
           at: change.at,
+          severities: change.severities,
         };
         dataview.rows.set(change.name, row);
         out.push(
@@ -667,6 +809,7 @@ export class Hierarchy {
               columns: change.columns,
               cells: decodeCells(wire.cells, change.columns.length),
               at: change.at,
+              severities: wire.severities,
             };
             created.rows.set(wire.name, row);
             out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
@@ -694,6 +837,7 @@ export class Hierarchy {
             columns: change.columns,
             cells: decodeCells(wire.cells, change.columns.length),
             at: change.at,
+            severities: wire.severities,
           };
           const existed = dataview.rows.has(wire.name);
           dataview.rows.set(wire.name, row);

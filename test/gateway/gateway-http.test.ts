@@ -91,8 +91,10 @@ describe("gateway HTTP", () => {
     const before = await (await fetch(`${url}/v1/status`)).json();
     const droppedBefore = (before as { tap: { dropped: number } }).tap.dropped;
     let closed = false;
+    let response: import("node:http").IncomingMessage | undefined;
     await new Promise<void>((resolve, reject) => {
       const req = request(`${url}/v1/messages`, (res) => {
+        response = res;
         res.once("data", () => {
           res.pause(); // from now on, read nothing
           resolve();
@@ -114,6 +116,8 @@ describe("gateway HTTP", () => {
       };
       return status.tap.dropped === droppedBefore + 1 && sent > 0;
     }, "the slow client to be dropped");
+    // Let go: what was buffered, then a final event; the connection closes once that is read.
+    response?.resume();
     await eventually(() => closed, "the slow client's connection to close");
   });
 

@@ -23,7 +23,11 @@ export function registerGateway(program: Command): void {
     .command("gateway")
     .description("the gateway: takes probe links, publishes public-v2 messages to its targets")
     .requiredOption("--config <file>", "setup file (YAML); the gateway sends each probe its part")
-    .option("--data-dir <dir>", "folder for relative publish file paths", DEFAULT_DATA_DIR)
+    .option(
+      "--data-dir <dir>",
+      "folder for relative publish file paths and the gateway state (gateway-state.json, gateway-severities.json)",
+      DEFAULT_DATA_DIR,
+    )
     .option("--host <host>", "address to listen on", ALL_INTERFACES)
     .option("--port <port>", "port to listen on (default: gateway.port of the setup)")
     .option(
