@@ -3,6 +3,7 @@
  */
 import { isAbsolute, join, resolve } from "node:path";
 import { createDuckDbStore } from "./duckdb/duckdb-store.js";
+import { createPostgresStore } from "./postgres/postgres-store.js";
 import type { Store } from "./store.js";
 
 /** The DuckDB file used when the URL names no path. */
@@ -21,9 +22,10 @@ export interface OpenStoreOptions {
 /**
  * Opens the store named by `url`: `duckdb:PATH` is a DuckDB file (a relative PATH is resolved
  * against `dataDir`; `duckdb:`, `duckdb` or an empty URL mean `<dataDir>/vigil.duckdb`;
- * `duckdb::memory:` keeps everything in memory). `postgres://…` and `postgresql://…` are rejected
- * in this build. `options` are passed to the store (defaults above). The returned store is not
- * migrated yet: call `migrate()` first.
+ * `duckdb::memory:` keeps everything in memory); `postgres://…` and `postgresql://…` name a
+ * PostgreSQL database (the scale-out store; connection parameters such as `?sslmode=require` go in
+ * the URL). `options` are passed to the store (defaults above; `memoryLimit` is DuckDB's only).
+ * The returned store is not migrated yet: call `migrate()` first.
  */
 export async function openStore(
   url: string,
@@ -36,7 +38,8 @@ export async function openStore(
     return createDuckDbStore({ ...options, path: duckDbPath(path, dataDir) });
   }
   if (/^postgres(?:ql)?:\/\//i.test(trimmed)) {
-    throw new Error("PostgreSQL store: not available in this build; use duckdb:PATH");
+    const { memoryLimit: _duckDbOnly, ...common } = options;
+    return createPostgresStore({ ...common, url: trimmed });
   }
   // Only the scheme is echoed: a URL may carry a password.
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed)?.[1] ?? "(none)";

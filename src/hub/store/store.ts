@@ -87,8 +87,71 @@ export interface EventQuery {
   readonly entity?: EntityId;
   /** Only these types; every type when absent. */
   readonly types?: readonly EventType[];
+  /** Only events that count for one of these entities (none when empty). */
+  readonly entities?: readonly EntityId[];
+  /**
+   * Only events whose target is one of these cells or headlines: same sampler, dataview and column,
+   * same sampler type (`target.type`) unless the selector's is null, and row as the selector says
+   * (null: any row, not a headline; "": a headline, whose target has no row). Every level when absent.
+   */
+  readonly cells?: readonly CellSelector[];
+  /** Events skipped before the first returned (paging); 0 when absent. */
+  readonly skip?: number;
   /** Most events returned (the caller bounds it), the earliest first. */
   readonly limit: number;
+}
+
+/** The latest severity of one entity, as {@link Store.latestSeverities} returns it. */
+export interface EntitySeverity {
+  readonly entityId: EntityId;
+  /** `data.severity` of the event as published (UNDEFINED, OK, WARNING, CRITICAL, UNKNOWN). */
+  readonly severity: string;
+  readonly at: EpochMs;
+}
+
+/** Which raw samples {@link Store.listSamples} returns: one cell of one entity. */
+export interface SampleQuery {
+  readonly entity: EntityId;
+  /** A concrete cell or headline: `row` is never null here; a null sampler type matches any. */
+  readonly cell: CellSelector;
+  /** Inclusive lower bound of the sample time; none when absent. */
+  readonly from?: EpochMs;
+  /** Exclusive upper bound; none when absent. */
+  readonly to?: EpochMs;
+  readonly skip: number;
+  /** Most samples returned (the caller bounds it). */
+  readonly limit: number;
+}
+
+export interface SamplePage {
+  /** Samples matching the query before skip and limit. */
+  readonly totalCount: number;
+  /** Ordered by time, then sampler type, then text (no insertion order). */
+  readonly samples: readonly { readonly at: EpochMs; readonly text: string }[];
+}
+
+/** One cell or headline name stored for an entity, all of its rows as one (see listMetricNames). */
+export interface MetricName {
+  readonly entityId: EntityId;
+  readonly sampler: string;
+  readonly samplerType: string;
+  readonly dataview: string;
+  /** True for a headline (row ""), false for a table column. */
+  readonly headline: boolean;
+  readonly column: string;
+}
+
+/** Which row names {@link Store.listRowNames} returns. */
+export interface RowNameQuery {
+  readonly entities: readonly EntityId[];
+  readonly sampler: string;
+  /** null: any sampler type. */
+  readonly samplerType: string | null;
+  readonly dataview: string;
+  /** null: rows of any column. */
+  readonly column: string | null;
+  /** Only rows with a sample at or after this time; every row when absent. */
+  readonly updatedSince?: EpochMs;
 }
 
 /** Everything one ingest step commits atomically. */
@@ -248,5 +311,23 @@ export interface Store {
   listEvents(query: EventQuery): Promise<EventRecord[]>;
   /** Aggregates inside the database. Rows for empty buckets are omitted. */
   queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]>;
+  /**
+   * For each entity with one, the severity of its latest `severity` event whose target is the
+   * managed entity itself (no sampler): latest by `at`, then by arrival. Any order.
+   */
+  latestSeverities(): Promise<EntitySeverity[]>;
+  /** Raw samples of one cell or headline of one entity (DESIGN 5.1 `…/metrics/data`), with their count. */
+  listSamples(query: SampleQuery): Promise<SamplePage>;
+  /**
+   * The distinct cells and headlines of the given entities, rows folded together (one entry per
+   * entity, sampler, sampler type, dataview, headline-or-table and column). Without
+   * `includeNonNumeric`, only those with at least one numeric sample. Any order.
+   */
+  listMetricNames(query: {
+    readonly entities: readonly EntityId[];
+    readonly includeNonNumeric: boolean;
+  }): Promise<MetricName[]>;
+  /** The distinct row names (never "", the headline row) the query selects. Any order. */
+  listRowNames(query: RowNameQuery): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -10,6 +10,7 @@ import { openStore } from "../../../src/hub/store/open-store.js";
 import type { IngestBatch } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
 import { storeContract } from "./store-contract.js";
+import { storeContractApi } from "./store-contract-api.js";
 
 const dir = await mkdtemp(join(tmpdir(), "vigil-duckdb-"));
 after(() => rm(dir, { recursive: true, force: true }));
@@ -28,6 +29,7 @@ storeContract(
   },
 );
 storeContract("duckdb :memory:", (options) => createDuckDbStore({ ...options, path: ":memory:" }));
+storeContractApi("duckdb :memory:", (options) => createDuckDbStore({ ...options, path: ":memory:" }));
 
 const batch: IngestBatch = {
   entities: [
@@ -245,11 +247,6 @@ describe("openStore", () => {
     const { access } = await import("node:fs/promises");
     await access(join(dir, "open-store", "relative", "x.duckdb"));
     await access(join(dir, "open-store", "vigil.duckdb"));
-  });
-  it("refuses postgres:// in this build", async () => {
-    await assert.rejects(openStore("postgres://u:p@h/db", dir), {
-      message: "PostgreSQL store: not available in this build; use duckdb:PATH",
-    });
   });
   it("refuses an unknown scheme without echoing the URL", async () => {
     await assert.rejects(

@@ -108,6 +108,14 @@ async function countsByRow(store: Store): Promise<Record<string, number>> {
   return { ...out };
 }
 
+/**
+ * Entity ids sorted (deleted ones too): the order the store made the entities in. Ids are not
+ * assumed dense, so cases name entities by position here rather than as 1, 2, 3.
+ */
+async function entityIds(store: Store): Promise<number[]> {
+  return (await store.listEntities({ includeDeleted: true })).map((e) => e.id).sort((a, b) => a - b);
+}
+
 const isDataError = (pattern?: RegExp) => (error: unknown) => {
   assert.ok(error instanceof StoreDataError, `expected a StoreDataError, got ${String(error)}`);
   if (pattern !== undefined) assert.match(error.message, pattern);
@@ -398,26 +406,32 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
       }));
 
     // biome-ignore format: one line per case (STYLE 16)
-    const queries: { name: string; query: { from?: string; to?: string; entity?: number; types?: EventInput["type"][]; limit: number }; expected: string[] }[] = [
-      { name: "from is inclusive, to exclusive", query: { from: "2024-05-01T10:00:00Z", to: "2024-05-01T11:00:00Z", limit: 10 }, expected: ["severity 1", "severity 2"] },
-      { name: "one entity", query: { entity: 1, limit: 10 }, expected: ["snooze 1", "severity 1"] },
-      { name: "some types", query: { types: ["snooze", "userassignment"], limit: 10 }, expected: ["snooze 1", "userassignment null"] },
-      { name: "limit keeps the earliest", query: { limit: 2 }, expected: ["snooze 1", "severity 1"] },
+    const queries: { name: string; query: { from?: string; to?: string; entity?: "a" | "b"; types?: EventInput["type"][]; limit: number }; expected: string[] }[] = [
+      { name: "from is inclusive, to exclusive", query: { from: "2024-05-01T10:00:00Z", to: "2024-05-01T11:00:00Z", limit: 10 }, expected: ["severity a", "severity b"] },
+      { name: "one entity", query: { entity: "a", limit: 10 }, expected: ["snooze a", "severity a"] },
+      { name: "some types", query: { types: ["snooze", "userassignment"], limit: 10 }, expected: ["snooze a", "userassignment null"] },
+      { name: "limit keeps the earliest", query: { limit: 2 }, expected: ["snooze a", "severity a"] },
       { name: "limit 0 gives nothing", query: { limit: 0 }, expected: [] },
     ];
     for (const q of queries) {
       it(`listEvents: ${q.name}`, () =>
         withStore(open, undefined, async (store) => {
           await store.ingest({ entities: [upsert(A, {})], samples: [], events });
+          // Entities by name: A was upserted (no attributes), B made by its event (svc.name "b").
+          const names = new Map<number | null, string>([[null, "null"]]);
+          for (const e of await store.listEntities({ includeDeleted: true })) {
+            names.set(e.id, e.attributes["svc.name"] ?? "a");
+          }
+          const idOf = (name: string) => [...names].find(([, n]) => n === name)?.[0] ?? -1;
           const { from, to, entity, ...rest } = q.query;
           const got = await store.listEvents({
             ...rest,
             ...(from === undefined ? {} : { from: t(from) }),
             ...(to === undefined ? {} : { to: t(to) }),
-            ...(entity === undefined ? {} : { entity: asEntityId(entity) }),
+            ...(entity === undefined ? {} : { entity: asEntityId(idOf(entity)) }),
           });
           assert.deepEqual(
-            got.map((e) => `${e.type} ${e.entityId}`),
+            got.map((e) => `${e.type} ${names.get(e.entityId)}`),
             q.expected,
           );
         }));
@@ -464,13 +478,14 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
           }),
           isDataError(/would have 4 series/),
         );
+        const [a, b] = await entityIds(store);
         assert.deepEqual(await countsByRow(store), {
-          "1/r1": 2,
-          "1/r2": 1,
-          "1/r3": 1,
-          "2/r1": 1,
-          "2/r2": 1,
-          "2/r3": 1,
+          [`${a}/r1`]: 2,
+          [`${a}/r2`]: 1,
+          [`${a}/r3`]: 1,
+          [`${b}/r1`]: 1,
+          [`${b}/r2`]: 1,
+          [`${b}/r3`]: 1,
         });
       }));
 
@@ -535,7 +550,8 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
           );
           assert.deepEqual(await store.listEntities({ includeDeleted: true }), []);
           await store.ingest(good);
-          assert.deepEqual(await countsByRow(store), { "1/r1": 1 });
+          const [a] = await entityIds(store);
+          assert.deepEqual(await countsByRow(store), { [`${a}/r1`]: 1 });
         }));
     }
 
@@ -549,8 +565,9 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
             event("2024-05-01T10:00:00Z", "snooze", A, { gateway: "gw", row: smile }, { comment: smile }),
           ],
         });
-        assert.deepEqual((await store.getEntity(asEntityId(1)))?.attributes, { [smile]: smile });
-        assert.deepEqual(await store.listSeries(asEntityId(1)), [{ series: row(smile) }]);
+        const a = asEntityId((await entityIds(store))[0] ?? -1);
+        assert.deepEqual((await store.getEntity(a))?.attributes, { [smile]: smile });
+        assert.deepEqual(await store.listSeries(a), [{ series: row(smile) }]);
         const [stored] = await store.listEvents({ limit: 1 });
         assert.deepEqual([stored?.target.row, stored?.payload], [smile, { comment: smile }]);
       }));
@@ -566,8 +583,9 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
             samples: rows.map((r, i) => sample(`2024-05-0${round + 1}T10:00:0${i}Z`, i, row(r))),
           });
         }
-        assert.equal((await store.listSeries(asEntityId(1))).length, 10);
-        assert.deepEqual(await countsByRow(store), Object.fromEntries(rows.map((r) => [`1/${r}`, 3])));
+        const a = (await entityIds(store))[0] ?? -1;
+        assert.equal((await store.listSeries(asEntityId(a))).length, 10);
+        assert.deepEqual(await countsByRow(store), Object.fromEntries(rows.map((r) => [`${a}/${r}`, 3])));
       }));
   });
 
@@ -608,7 +626,7 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
       const rows = range(0, 9).map((i) => `r${i}`);
       await withStore(reopen, undefined, async (store) => {
         await store.ingest({
-          entities: [upsert(A, {}), upsert(B, {})],
+          entities: [upsert(A, { which: "a" }), upsert(B, { which: "b" })],
           samples: [
             ...rows.map((r) => sample("2024-05-01T10:00:00Z", 1, row(r))),
             sample("2024-05-01T10:00:00Z", 1, row("r0"), B),
@@ -624,12 +642,16 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
             sample("2024-05-02T10:00:00Z", 1, row("r0"), B),
           ],
         });
-        assert.equal((await store.listSeries(asEntityId(1))).length, 11);
-        assert.equal((await store.listSeries(asEntityId(2))).length, 1);
+        // A and B were upserted together; A's attributes tell it apart.
+        const entities = await store.listEntities({ includeDeleted: false });
+        const a = entities.find((e) => e.attributes.which === "a")?.id ?? asEntityId(-1);
+        const b = entities.find((e) => e.attributes.which === "b")?.id ?? asEntityId(-1);
+        assert.equal((await store.listSeries(a)).length, 11);
+        assert.equal((await store.listSeries(b)).length, 1);
         assert.deepEqual(await countsByRow(store), {
-          ...Object.fromEntries(rows.map((r) => [`1/${r}`, 2])),
-          "1/new": 1,
-          "2/r0": 2,
+          ...Object.fromEntries(rows.map((r) => [`${a}/${r}`, 2])),
+          [`${a}/new`]: 1,
+          [`${b}/r0`]: 2,
         });
       });
     });
@@ -662,12 +684,13 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
       );
       await withStore(reopen, undefined, (store) => store.ingest({ entities: [], samples: [], events: [e] }));
       await withStore(reopen, undefined, async (store) => {
+        const [id] = await entityIds(store);
         assert.deepEqual(await store.listEvents({ limit: 5 }), [
           {
             type: "snooze",
             operation: "create",
             at: e.at,
-            entityId: 1,
+            entityId: id,
             target: e.target,
             payload: e.payload,
           },

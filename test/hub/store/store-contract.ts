@@ -1,6 +1,8 @@
 /**
- * The contract every Store implementation passes (DESIGN 5.5, STYLE 2): the DuckDB store now, the
- * PostgreSQL store later, with the same cases. `open` must return a fresh, empty, unmigrated store.
+ * The contract every Store implementation passes (DESIGN 5.5, STYLE 2): the DuckDB and PostgreSQL
+ * stores, with the same cases. `open` must return a fresh, empty, unmigrated store. The cases
+ * assume no more of ids than DESIGN 5.1 gives: stable integers, increasing as entities are made,
+ * but not dense (a rolled-back or raced insert in PostgreSQL uses up an id) and not 1, 2, 3…
  * The write cases (claims, transactions, events, limits) are in store-contract-writes.ts.
  */
 import assert from "node:assert/strict";
@@ -18,7 +20,7 @@ import type {
   SeriesKey,
   Store,
 } from "../../../src/hub/store/store.js";
-import { asEntityId, asEpochMs, type EpochMs } from "../../../src/ids.js";
+import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../src/ids.js";
 import { type OpenStore, writeContract } from "./store-contract-writes.js";
 
 const t = (iso: string): EpochMs => asEpochMs(Date.parse(iso));
@@ -103,6 +105,36 @@ function lines(rows: readonly MetricQueryRow[]): string[] {
   });
 }
 
+/** Entity ids sorted (every entity, deleted ones too): the order in which the store made them. */
+async function entityIds(store: Store): Promise<EntityId[]> {
+  return byId((await store.listEntities({ includeDeleted: true })).map((e) => e.id));
+}
+const byId = (ids: Iterable<EntityId>): EntityId[] => [...ids].sort((a, b) => a - b);
+
+/**
+ * `counts` lines in the order a store must answer (bucket, then the group keys in grouping order:
+ * entity ids as numbers, names by code point, then identifier), so expectations do not depend on
+ * the ids a store happened to give.
+ */
+function sortedLines(lines: readonly string[]): string[] {
+  const parse = (line: string) => {
+    const [bucket = "", group = "{}", identifier = ""] = line.split(" ");
+    return { bucket, group: Object.values(JSON.parse(group) as Record<string, string | number>), identifier };
+  };
+  const cmp = (a: string | number, b: string | number): number =>
+    typeof a === "number" && typeof b === "number" ? a - b : a < b ? -1 : a > b ? 1 : 0;
+  return [...lines].sort((x, y) => {
+    const a = parse(x);
+    const b = parse(y);
+    if (a.bucket !== b.bucket) return cmp(a.bucket, b.bucket);
+    for (let i = 0; i < a.group.length; i++) {
+      const d = cmp(a.group[i] ?? "", b.group[i] ?? "");
+      if (d !== 0) return d;
+    }
+    return cmp(a.identifier, b.identifier);
+  });
+}
+
 const counts = (rows: readonly MetricQueryRow[]): string[] =>
   rows.map((r) => `${iso(r.bucket)} ${JSON.stringify(r.group)} ${r.identifier} ${r.values["svc.count"]}`);
 
@@ -133,7 +165,7 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
         batches: EntityUpsert[][];
         all: [number, Record<string, string>, boolean][];
       }[] = [
-        { name: "new entities get ids in arrival order with their attributes", batches: [[up(A, { "svc.name": "a" }, "2024-01-01T00:00:00Z"), up(B, { "svc.name": "b" }, "2024-01-01T00:00:00Z")]], all: [[1, { "svc.name": "a" }, false], [2, { "svc.name": "b" }, false]] },
+        { name: "new entities get ids (in creation order) with their attributes", batches: [[up(A, { "svc.name": "a" }, "2024-01-01T00:00:00Z"), up(B, { "svc.name": "b" }, "2024-01-01T00:00:00Z")]], all: [[1, { "svc.name": "a" }, false], [2, { "svc.name": "b" }, false]] },
         { name: "a re-upsert keeps the id and replaces the attributes", batches: [[up(A, { x: "1", y: "2" }, "2024-01-01T00:00:00Z")], [up(A, { x: "3" }, "2024-01-02T00:00:00Z")]], all: [[1, { x: "3" }, false]] },
         { name: "empty attribute values are not stored", batches: [[up(A, { x: "1", empty: "" }, "2024-01-01T00:00:00Z")]], all: [[1, { x: "1" }, false]] },
         { name: "attribute keys are case-sensitive", batches: [[up(A, { Key: "1", key: "2" }, "2024-01-01T00:00:00Z")]], all: [[1, { Key: "1", key: "2" }, false]] },
@@ -148,13 +180,17 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
           withStore(open, async (store) => {
             for (const batch of c.batches) await store.ingest({ entities: batch, samples: [] });
             const all = await store.listEntities({ includeDeleted: true });
+            const ids = all.map((e) => e.id);
+            assert.deepEqual(ids, byId(new Set(ids)), "each entity once, ordered by id");
+            // Ids need not be dense: `c.all` names each entity by its rank in id order.
+            const rank = (id: number): number => ids.indexOf(asEntityId(id)) + 1;
             assert.deepEqual(
-              all.map((e) => [e.id, e.attributes, e.isDeleted]),
+              all.map((e) => [rank(e.id), e.attributes, e.isDeleted]),
               c.all,
             );
             const live = await store.listEntities({ includeDeleted: false });
             assert.deepEqual(
-              live.map((e) => e.id),
+              live.map((e) => rank(e.id)),
               c.all.filter(([, , deleted]) => !deleted).map(([id]) => id),
             );
             for (const e of all) assert.deepEqual(await store.getEntity(e.id), e);
@@ -170,9 +206,11 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
       it("a sample for an unknown entity creates it with its built-in attributes", () =>
         withStore(open, async (store) => {
           await store.ingest({ entities: [], samples: [s("2024-05-01T10:00:00Z", 1, cpu("r1"), C)] });
+          const [id] = await entityIds(store);
+          assert.ok(id !== undefined, "an entity is made");
           assert.deepEqual(await store.listEntities({ includeDeleted: false }), [
             {
-              id: 1,
+              id,
               attributes: { "svc.gateway": "gw", "svc.probe": "p2", "svc.name": "c" },
               isDeleted: false,
             },
@@ -181,8 +219,8 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
             entities: [up(C, { "svc.name": "c", x: "1" }, "2024-05-01T10:00:00Z")],
             samples: [],
           });
-          assert.deepEqual(await store.getEntity(asEntityId(1)), {
-            id: 1,
+          assert.deepEqual(await store.getEntity(id), {
+            id,
             attributes: { "svc.name": "c", x: "1" },
             isDeleted: false,
           });
@@ -201,12 +239,11 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
               s("2024-05-01T10:01:00Z", 2, cpu("", "linux", "hl"), B),
             ],
           });
-          assert.deepEqual(await store.listSeries(asEntityId(1)), [
-            { series: cpu("r1") },
-            { series: cpu("r2") },
-          ]);
-          assert.deepEqual(await store.listSeries(asEntityId(2)), [{ series: cpu("", "linux", "hl") }]);
-          assert.deepEqual(await store.listSeries(asEntityId(3)), []);
+          const [a, b] = await entityIds(store);
+          assert.ok(a !== undefined && b !== undefined, "two entities");
+          assert.deepEqual(await store.listSeries(a), [{ series: cpu("r1") }, { series: cpu("r2") }]);
+          assert.deepEqual(await store.listSeries(b), [{ series: cpu("", "linux", "hl") }]);
+          assert.deepEqual(await store.listSeries(asEntityId(Math.max(a, b) + 1000)), []);
         }));
 
       it("a failing batch commits nothing, and the next batch works", () =>
@@ -240,8 +277,9 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
               }),
             ),
           );
-          assert.equal((await store.listEntities({ includeDeleted: false })).length, 1);
-          assert.equal((await store.listSeries(asEntityId(1))).length, 3);
+          const entities = await store.listEntities({ includeDeleted: false });
+          assert.equal(entities.length, 1);
+          assert.equal((await store.listSeries(entities[0]!.id)).length, 3);
           assert.deepEqual(counts(await query(store, {})), ["2024-05-01T00:00:00Z {} m 20"]);
         }));
     });
@@ -337,7 +375,7 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
                 run += 1;
                 const entity: EntityKey = { gateway: "gw", probe: "prop", managedEntity: `e${run}` };
                 await store.ingest({
-                  entities: [up(entity, {}, "2024-01-01T00:00:00Z")],
+                  entities: [up(entity, { run: String(run) }, "2024-01-01T00:00:00Z")],
                   samples: data.map((d) => ({
                     entity,
                     series: cpu(d.row),
@@ -346,9 +384,11 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
                     value: d.value,
                   })),
                 });
-                // The store is fresh, so the run-th entity has id `run`.
+                const all = await store.listEntities({ includeDeleted: false });
+                const mine = all.filter((e) => e.attributes.run === String(run));
+                assert.equal(mine.length, 1);
                 const rows = await query(store, {
-                  entities: [{ id: asEntityId(run), attributes: {}, isDeleted: false }],
+                  entities: mine,
                   aggregations: ["svc.count", "svc.sum", "svc.min", "svc.max", "svc.avg"].map((n) =>
                     agg(n as Aggregation["name"]),
                   ),
@@ -452,10 +492,10 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
         { name: "only the plan's entities count", plan: {}, expected: [`${D} {} m 5`, `${D2} {} m 1`] },
         { name: "grouping by rowname", ab: true, plan: { grouping: ["rowname"] }, expected: [`${D} {"rowname":"r1"} m 3`, `${D} {"rowname":"r2"} m 1`] },
         { name: "grouping by rowname keeps the headline's empty row name", ab: true, plan: { grouping: ["rowname"], metrics: [{ identifier: "m", include: [sel(""), sel("r2")] }] }, expected: [`${D} {"rowname":""} m 1`, `${D} {"rowname":"r2"} m 1`] },
-        { name: "grouping by entity gives the entity id", ab: true, plan: { grouping: ["entity"] }, expected: [`${D} {"entity":1} m 3`, `${D} {"entity":2} m 1`] },
+        { name: "grouping by entity gives the entity id", ab: true, plan: { grouping: ["entity"] }, expected: [`${D} {"entity":@A} m 3`, `${D} {"entity":@B} m 1`] },
         { name: "grouping by an attribute, empty when absent", plan: { grouping: [{ attribute: "region" }] }, expected: [`${D} {"attribute":""} m 1`, `${D} {"attribute":"eu"} m 3`, `${D} {"attribute":"us"} m 1`, `${D2} {"attribute":"us"} m 1`] },
-        { name: "grouping by entity then rowname, sorted in that order", ab: true, plan: { grouping: ["entity", "rowname"] }, expected: [`${D} {"entity":1,"rowname":"r1"} m 2`, `${D} {"entity":1,"rowname":"r2"} m 1`, `${D} {"entity":2,"rowname":"r1"} m 1`] },
-        { name: "rows sort by bucket, then group, then identifier", plan: { grouping: ["entity"], metrics: [{ identifier: "z", include: [sel("r1")] }, { identifier: "a", include: [sel("r1")] }] }, expected: [`${D} {"entity":1} a 2`, `${D} {"entity":1} z 2`, `${D} {"entity":2} a 1`, `${D} {"entity":2} z 1`, `${D} {"entity":3} a 1`, `${D} {"entity":3} z 1`, `${D2} {"entity":3} a 1`, `${D2} {"entity":3} z 1`] },
+        { name: "grouping by entity then rowname, sorted in that order", ab: true, plan: { grouping: ["entity", "rowname"] }, expected: [`${D} {"entity":@A,"rowname":"r1"} m 2`, `${D} {"entity":@A,"rowname":"r2"} m 1`, `${D} {"entity":@B,"rowname":"r1"} m 1`] },
+        { name: "rows sort by bucket, then group, then identifier", plan: { grouping: ["entity"], metrics: [{ identifier: "z", include: [sel("r1")] }, { identifier: "a", include: [sel("r1")] }] }, expected: [`${D} {"entity":@A} a 2`, `${D} {"entity":@A} z 2`, `${D} {"entity":@B} a 1`, `${D} {"entity":@B} z 1`, `${D} {"entity":@C} a 1`, `${D} {"entity":@C} z 1`, `${D2} {"entity":@C} a 1`, `${D2} {"entity":@C} z 1`] },
         { name: "no entities give no rows", plan: onlyAB, expected: [] },
       ];
       for (const c of cases) {
@@ -463,8 +503,13 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
           withStore(open, async (store) => {
             await store.ingest(fixture);
             const all = await store.listEntities({ includeDeleted: false });
-            const entities = c.ab === true ? all.filter((e) => e.id !== 3) : all;
-            assert.deepEqual(counts(await query(store, { entities, ...c.plan })), c.expected);
+            const entities = c.ab === true ? all.filter((e) => e.attributes.region !== "us") : all;
+            // Ids are whatever the store gave: A is the "eu" entity, B the one without region, C "us".
+            const idOf = (region: string | undefined) =>
+              String(all.find((e) => e.attributes.region === region)?.id);
+            const ids: Record<string, string> = { "@A": idOf("eu"), "@B": idOf(undefined), "@C": idOf("us") };
+            const expected = sortedLines(c.expected.map((l) => l.replace(/@[ABC]/g, (m) => ids[m] ?? m)));
+            assert.deepEqual(counts(await query(store, { entities, ...c.plan })), expected);
           }),
         );
       }

@@ -86,11 +86,38 @@ export function listEventsSql(query: EventQuery): {
     values.types = listValue([...query.types]);
     types.types = LIST(VARCHAR);
   }
+  if (query.entities !== undefined) {
+    where.push("list_contains($entities, entity_id)");
+    values.entities = listValue([...query.entities]);
+    types.entities = LIST(INTEGER);
+  }
+  if (query.cells !== undefined) {
+    // A row NULL in the list is the {rowname} wildcard, "" a headline (whose target has no row).
+    where.push(`EXISTS (
+      SELECT 1 FROM (SELECT unnest($c_sampler) AS s, unnest($c_type) AS t, unnest($c_dataview) AS d,
+                            unnest($c_row) AS r, unnest($c_column) AS c) sel
+      WHERE events.sampler = sel.s AND events.dataview = sel.d AND events.column_name = sel.c
+        AND (sel.t IS NULL OR events.target_type = sel.t)
+        AND CASE WHEN sel.r IS NULL THEN events.row_name IS NOT NULL
+                 WHEN sel.r = '' THEN events.row_name IS NULL
+                 ELSE events.row_name = sel.r END)`);
+    const cells = query.cells;
+    const list = (pick: (c: (typeof cells)[number]) => string | null) => listValue(cells.map(pick));
+    values.c_sampler = list((c) => c.sampler);
+    values.c_type = list((c) => c.samplerType);
+    values.c_dataview = list((c) => c.dataview);
+    values.c_row = list((c) => c.row);
+    values.c_column = list((c) => c.column);
+    for (const name of ["c_sampler", "c_type", "c_dataview", "c_row", "c_column"])
+      types[name] = LIST(VARCHAR);
+  }
+  values.skip = query.skip ?? 0;
+  types.skip = BIGINT;
   const sql = `SELECT epoch_ms(ts), type, operation, entity_id, gateway, probe, managed_entity,
       target_type, sampler, dataview, row_name, column_name, CAST(target_filter AS VARCHAR),
       CAST(payload AS VARCHAR)
     FROM events ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`}
-    ORDER BY ts, id LIMIT $limit`;
+    ORDER BY ts, id LIMIT $limit OFFSET $skip`;
   return { sql, values, types };
 }
 

@@ -186,7 +186,12 @@ export function buildMetricQuery(
   bind(
     "entity_attrs",
     listValue(
-      plan.entities.map((e) => (attribute === undefined ? "" : (e.attributes[attribute.attribute] ?? ""))),
+      // Object.hasOwn: an attribute named `constructor` or `__proto__` is data, not a prototype member.
+      plan.entities.map((e) =>
+        attribute === undefined || !Object.hasOwn(e.attributes, attribute.attribute)
+          ? ""
+          : (e.attributes[attribute.attribute] ?? ""),
+      ),
     ),
     LIST(VARCHAR),
   );

@@ -12,7 +12,8 @@
  * neither a restart nor a flood of series loads the series table into memory. New series, samples
  * and events go in through the DataChunk appender (about 10× faster than INSERT statements).
  */
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS } from "@duckdb/node-api";
 import {
@@ -26,11 +27,16 @@ import { RecencyCache } from "../recency-cache.js";
 import { SerialQueue } from "../serial-queue.js";
 import type {
   EntityRecord,
+  EntitySeverity,
   EventQuery,
   EventRecord,
   IngestBatch,
+  MetricName,
   MetricQueryPlan,
   MetricQueryRow,
+  RowNameQuery,
+  SamplePage,
+  SampleQuery,
   SeriesInfo,
   Store,
   StoreTransaction,
@@ -38,6 +44,15 @@ import type {
 import { toNumber } from "./duckdb-append.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { buildMetricQuery, parseZone } from "./duckdb-metrics-sql.js";
+import {
+  countSamplesSql,
+  entitySeverity,
+  LATEST_SEVERITIES_SQL,
+  metricName,
+  metricNamesSql,
+  pageSamplesSql,
+  rowNamesSql,
+} from "./duckdb-queries.js";
 import { DUCKDB_SCHEMA } from "./duckdb-schema.js";
 import {
   DuckDbTransaction,
@@ -74,10 +89,15 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
   if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
     throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
   }
-  if (options.path !== ":memory:") await mkdir(dirname(options.path), { recursive: true });
+  const onDisk = options.path !== ":memory:";
+  // The store holds every message's contents: its folder is 0700 and a file it creates 0600 (issue
+  // 10; docs/security.md); an existing file keeps its mode, and the hub's start check warns if loose.
+  if (onDisk) await mkdir(dirname(options.path), { recursive: true, mode: 0o700 });
+  const created = onDisk && !existsSync(options.path);
   const instance = await DuckDBInstance.create(options.path, {
     memory_limit: options.memoryLimit ?? DEFAULT_DUCKDB_MEMORY_LIMIT,
   });
+  if (created) await chmod(options.path, 0o600).catch(() => undefined); // not created: nothing to narrow
   const writer = await instance.connect();
   const reader = await instance.connect();
   const pinger = await instance.connect();
@@ -165,6 +185,11 @@ class DuckDbStore implements Store {
         new RangeError(`listEvents limit must be a non-negative integer, got ${query.limit}`),
       );
     }
+    if (query.skip !== undefined && (!Number.isSafeInteger(query.skip) || query.skip < 0)) {
+      return Promise.reject(
+        new RangeError(`listEvents skip must be a non-negative integer, got ${query.skip}`),
+      );
+    }
     const { sql, values, types } = listEventsSql(query);
     return this.read(async () => {
       const r = await this.reader.runAndReadAll(sql, values, types);
@@ -240,6 +265,58 @@ class DuckDbStore implements Store {
           values,
         };
       });
+    });
+  }
+
+  latestSeverities(): Promise<EntitySeverity[]> {
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(LATEST_SEVERITIES_SQL);
+      return r.getRowsJS().map(entitySeverity);
+    });
+  }
+
+  listSamples(query: SampleQuery): Promise<SamplePage> {
+    for (const [name, n] of [
+      ["skip", query.skip],
+      ["limit", query.limit],
+    ] as const) {
+      if (!Number.isSafeInteger(n) || n < 0) {
+        return Promise.reject(new RangeError(`listSamples ${name} must be a non-negative integer, got ${n}`));
+      }
+    }
+    const count = countSamplesSql(query);
+    const page = pageSamplesSql(query);
+    return this.read(async () => {
+      const total = await this.reader.runAndReadAll(count.sql, count.values, count.types);
+      const rows = await this.reader.runAndReadAll(page.sql, page.values, page.types);
+      return {
+        totalCount: toNumber(total.getRowsJS()[0]?.[0] ?? null) ?? 0,
+        samples: rows.getRowsJS().map(([at, text]) => ({
+          at: asEpochMs(toNumber(at ?? null) ?? 0),
+          text: String(text),
+        })),
+      };
+    });
+  }
+
+  listMetricNames(query: {
+    entities: readonly EntityId[];
+    includeNonNumeric: boolean;
+  }): Promise<MetricName[]> {
+    if (query.entities.length === 0) return this.read(async () => []);
+    const statement = metricNamesSql(query.entities, query.includeNonNumeric);
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(statement.sql, statement.values, statement.types);
+      return r.getRowsJS().map(metricName);
+    });
+  }
+
+  listRowNames(query: RowNameQuery): Promise<string[]> {
+    if (query.entities.length === 0) return this.read(async () => []);
+    const statement = rowNamesSql(query);
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(statement.sql, statement.values, statement.types);
+      return r.getRowsJS().map(([name]) => String(name));
     });
   }
 

@@ -1,0 +1,336 @@
+/**
+ * The DESIGN 5.3 metric query on each store (issue 9): one day × 200 series × 10 s spacing
+ * (1 728 000 samples), 5-minute Europe/London buckets, the ten aggregations with
+ * `svc.percentile(0.95)`. For each store, in the same run:
+ * - backfill: `Store.ingest()` of the day in batches of 5 000 samples, as samples per second;
+ * - the query through `Store.queryMetrics()` (median of several runs after a warm-up);
+ * - a baseline: the same samples loaded straight into a bare table of that database and the same
+ *   answer asked in hand-written SQL (the database's own bucketing and `quantile_disc` /
+ *   `percentile_disc`; correct here because the day has no DST change), which is what the database
+ *   itself can do without vigil's schema, exact percentile and DST rule.
+ * Beside the backfill rates: PostgreSQL's bare COPY into a bare table, in one stream and in one
+ * transaction per 5 000 rows (the floor of per-transaction commit cost on this machine).
+ * Goals: PostgreSQL store ≤ 3× the embedded store on the query; PostgreSQL backfill ≥ 200 000
+ * samples/s. PostgreSQL runs in a throwaway database on 127.0.0.1:5432 (user postgres), dropped
+ * after; that part is skipped, with a line saying so, when PostgreSQL is not reachable.
+ */
+import { randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import {
+  DOUBLE,
+  DuckDBDataChunk,
+  DuckDBInstance,
+  DuckDBTimestampTZValue,
+  INTEGER,
+  TIMESTAMPTZ,
+} from "@duckdb/node-api";
+import postgres from "postgres";
+import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
+import { createPostgresStore } from "../src/hub/store/postgres/postgres-store.js";
+import type {
+  Aggregation,
+  MetricQueryPlan,
+  MetricQueryRow,
+  SampleInput,
+  Store,
+} from "../src/hub/store/store.js";
+import { asEpochMs } from "../src/ids.js";
+import { SMOKE } from "./settings.js";
+
+const SERIES = 200;
+const ENTITIES = 10; // 20 rows each
+const SPACING_MS = 10_000; // 10 s
+const DAY_MS = 86_400_000;
+const T0 = Date.UTC(2026, 0, 14); // a Wednesday in January: no DST change that day in London
+const STEPS = SMOKE ? DAY_MS / SPACING_MS / 8 : DAY_MS / SPACING_MS; // a smoke run loads 3 hours
+const SAMPLES = STEPS * SERIES;
+const BATCH = 5_000; // samples per ingest call (as bench/store-ingest.bench.ts)
+/** A second backfill rate with one transaction per 50 000 samples: a large POST /v0/messages. */
+const LARGE_BATCH = 50_000;
+const QUERY_RUNS = SMOKE ? 2 : 5;
+const PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
+
+const sampleValue = (step: number, series: number): number =>
+  ((step * 7919 + series * 104_729) % 10_007) / 10;
+
+/** The samples in batches, time-major: every series of one instant, then the next instant. */
+function* samples(size = BATCH): Generator<SampleInput[]> {
+  const entities = Array.from({ length: ENTITIES }, (_, e) => ({
+    gateway: "GW",
+    probe: "p1",
+    managedEntity: `me${e}`,
+  }));
+  const rows = SERIES / ENTITIES;
+  const seriesKeys = Array.from({ length: rows }, (_, r) => ({
+    sampler: "cpu",
+    samplerType: "linux",
+    dataview: "cpu",
+    row: `core${r}`,
+    column: "util",
+  }));
+  let batch: SampleInput[] = [];
+  for (let step = 0; step < STEPS; step++) {
+    const at = asEpochMs(T0 + step * SPACING_MS);
+    for (let s = 0; s < SERIES; s++) {
+      const value = sampleValue(step, s);
+      batch.push({
+        // Entity by entity, as a row message delivers its cells.
+        entity: entities[Math.floor(s / rows)] as (typeof entities)[number],
+        series: seriesKeys[s % rows] as (typeof seriesKeys)[number],
+        at,
+        text: String(value),
+        value,
+      });
+      if (batch.length === size) {
+        yield batch;
+        batch = [];
+      }
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+const AGGREGATIONS: Aggregation[] = [
+  ...(
+    [
+      "svc.count",
+      "svc.sum",
+      "svc.min",
+      "svc.max",
+      "svc.avg",
+      "svc.var",
+      "svc.stddev",
+      "svc.first",
+      "svc.last",
+    ] as const
+  ).map((name) => ({ label: name, name })),
+  { label: "svc.percentile(0.95)", name: "svc.percentile", p: "0.95" },
+];
+
+async function plan(store: Store): Promise<MetricQueryPlan> {
+  return {
+    entities: await store.listEntities({ includeDeleted: false }),
+    from: asEpochMs(T0),
+    to: asEpochMs(T0 + DAY_MS),
+    zone: "Europe/London",
+    bucket: { kind: "minutes", minutes: 5 },
+    metrics: [
+      {
+        identifier: "cpu",
+        include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+      },
+    ],
+    aggregations: AGGREGATIONS,
+    grouping: [],
+    timeWindows: [],
+  };
+}
+
+const median = (xs: number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+};
+
+/** Runs `query` once to warm up, then QUERY_RUNS times; the median in ms and the last answer. */
+async function timeQuery<T>(query: () => Promise<T>): Promise<{ ms: number; result: T }> {
+  let result = await query();
+  const times: number[] = [];
+  for (let i = 0; i < QUERY_RUNS; i++) {
+    const started = performance.now();
+    result = await query();
+    times.push(performance.now() - started);
+  }
+  return { ms: median(times), result };
+}
+
+async function backfill(store: Store, size = BATCH): Promise<number> {
+  await store.migrate();
+  const started = performance.now();
+  for (const batch of samples(size)) await store.ingest({ entities: [], samples: batch });
+  return SAMPLES / ((performance.now() - started) / 1000);
+}
+
+/** A check that the store's answer is the expected shape: 288 buckets, every sample counted. */
+function summary(rows: readonly MetricQueryRow[]): {
+  buckets: number;
+  counted: number;
+  p95First: number | null;
+} {
+  return {
+    buckets: rows.length,
+    counted: rows.reduce((n, r) => n + (r.values["svc.count"] ?? 0), 0),
+    p95First: rows[0]?.values["svc.percentile(0.95)"] ?? null,
+  };
+}
+
+async function duckdb(): Promise<Record<string, unknown>> {
+  const store = await createDuckDbStore({ path: ":memory:" });
+  const rate = await backfill(store);
+  const p = await plan(store);
+  const q = await timeQuery(() => store.queryMetrics(p));
+  await store.close();
+  const large = await createDuckDbStore({ path: ":memory:" });
+  const largeRate = await backfill(large, LARGE_BATCH);
+  await large.close();
+
+  // Baseline: a bare table loaded by the appender, and DuckDB's own time_bucket and quantile_disc.
+  const instance = await DuckDBInstance.create(":memory:", { memory_limit: "1GB" });
+  const c = await instance.connect();
+  await c.run("CREATE TABLE raw (series_id INTEGER, ts TIMESTAMPTZ, value DOUBLE)");
+  const appender = await c.createAppender("raw");
+  let k = 0;
+  for (const batch of samples()) {
+    for (let s = 0; s < batch.length; s += 2048) {
+      const slice = batch.slice(s, s + 2048);
+      const chunk = DuckDBDataChunk.create([INTEGER, TIMESTAMPTZ, DOUBLE], slice.length);
+      chunk.setColumnValues(
+        0,
+        slice.map((_, i) => (k + s + i) % SERIES),
+      );
+      chunk.setColumnValues(
+        1,
+        slice.map((x) => new DuckDBTimestampTZValue(BigInt(x.at) * 1000n)),
+      );
+      chunk.setColumnValues(
+        2,
+        slice.map((x) => x.value),
+      );
+      appender.appendDataChunk(chunk);
+    }
+    k += batch.length;
+  }
+  appender.closeSync();
+  const hand = await timeQuery(
+    async () =>
+      (
+        await c.runAndReadAll(`
+        SELECT time_bucket(INTERVAL 5 MINUTES, ts, 'Europe/London') AS b, count(value), sum(value), min(value),
+               max(value), avg(value), var_pop(value), stddev_pop(value), arg_min(value, ts), arg_max(value, ts),
+               quantile_disc(value, 0.95)
+        FROM raw WHERE ts >= to_timestamp(${T0 / 1000}) AND ts < to_timestamp(${(T0 + DAY_MS) / 1000})
+        GROUP BY b ORDER BY b`)
+      ).getRowsJS().length,
+  );
+  c.closeSync();
+  instance.closeSync();
+  return {
+    duckdb_backfill_samples_per_s: Math.round(rate),
+    duckdb_backfill_50k_batches_samples_per_s: Math.round(largeRate),
+    duckdb_store_query_ms: Math.round(q.ms),
+    duckdb_handwritten_query_ms: Math.round(hand.ms),
+    duckdb_answer: summary(q.result),
+  };
+}
+
+async function pg(): Promise<Record<string, unknown>> {
+  const admin = postgres(PG_ADMIN, { max: 1, connect_timeout: 2, onnotice: () => undefined });
+  try {
+    await admin`SELECT 1`;
+  } catch {
+    await admin.end({ timeout: 1 }).catch(() => undefined);
+    return { postgres: "skipped: PostgreSQL not reachable on 127.0.0.1:5432" };
+  }
+  const name = `vigil_bench_${randomBytes(5).toString("hex")}`;
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  try {
+    const store = await createPostgresStore({ url });
+    const rate = await backfill(store);
+    const sql = postgres(url, { max: 1, onnotice: () => undefined });
+    await sql`VACUUM ANALYZE`;
+    const p = await plan(store);
+    const q = await timeQuery(() => store.queryMetrics(p));
+    await store.close();
+    await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_hashes, vigil_migrations CASCADE`;
+    const large = await createPostgresStore({ url });
+    const largeRate = await backfill(large, LARGE_BATCH);
+    await large.close();
+
+    // Baseline: a bare table loaded by COPY, and PostgreSQL's own date_bin and percentile_disc.
+    await sql`CREATE TABLE raw (series_id integer, ts timestamptz, value double precision)`;
+    const copyStarted = performance.now();
+    const stream = await sql`COPY raw (series_id, ts, value) FROM STDIN`.writable();
+    let k = 0;
+    await pipeline(
+      Readable.from(
+        (function* () {
+          for (const batch of samples()) {
+            let text = "";
+            for (const [i, x] of batch.entries()) {
+              text += `${(k + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
+            }
+            k += batch.length;
+            yield text;
+          }
+        })(),
+      ),
+      stream,
+    );
+    const copyRate = SAMPLES / ((performance.now() - copyStarted) / 1000);
+    // The same COPY, one transaction per BATCH rows (what a store's ingest commits): the cost of
+    // committing (WAL flush) that no store avoids.
+    await sql`CREATE TABLE raw_batched (series_id integer, ts timestamptz, value double precision)`;
+    const batchedStarted = performance.now();
+    let j = 0;
+    for (const batch of samples()) {
+      let text = "";
+      for (const [i, x] of batch.entries())
+        text += `${(j + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
+      j += batch.length;
+      await sql.begin(async (tx) => {
+        await pipeline(
+          Readable.from([text]),
+          await tx`COPY raw_batched (series_id, ts, value) FROM STDIN`.writable(),
+        );
+      });
+    }
+    const batchedRate = SAMPLES / ((performance.now() - batchedStarted) / 1000);
+    await sql`VACUUM ANALYZE raw`;
+    const hand = await timeQuery(
+      async () =>
+        (
+          await sql`
+        SELECT date_bin('5 minutes', ts AT TIME ZONE 'Europe/London', '2000-01-01') AS b, count(value), sum(value),
+               min(value), max(value), avg(value), var_pop(value), stddev_pop(value),
+               (min(ARRAY[extract(epoch FROM ts)::float8, value]))[2], (max(ARRAY[extract(epoch FROM ts)::float8, value]))[2],
+               percentile_disc(0.95) WITHIN GROUP (ORDER BY value)
+        FROM raw WHERE ts >= to_timestamp(${T0 / 1000}) AND ts < to_timestamp(${(T0 + DAY_MS) / 1000})
+        GROUP BY b ORDER BY b`
+        ).length,
+    );
+    await sql.end();
+    return {
+      postgres_backfill_samples_per_s: Math.round(rate),
+      postgres_backfill_50k_batches_samples_per_s: Math.round(largeRate),
+      postgres_bare_copy_rows_per_s: Math.round(copyRate),
+      postgres_bare_copy_5k_transactions_rows_per_s: Math.round(batchedRate),
+      postgres_store_query_ms: Math.round(q.ms),
+      postgres_handwritten_query_ms: Math.round(hand.ms),
+      postgres_answer: summary(q.result),
+    };
+  } finally {
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+const duck = await duckdb();
+const pgResult = await pg();
+const ratio =
+  typeof pgResult.postgres_store_query_ms === "number" && typeof duck.duckdb_store_query_ms === "number"
+    ? Number((pgResult.postgres_store_query_ms / Math.max(1, duck.duckdb_store_query_ms)).toFixed(2))
+    : null;
+console.log(
+  JSON.stringify({
+    bench: "store-query",
+    samples: SAMPLES,
+    series: SERIES,
+    batch: BATCH,
+    query: "Europe/London PT5M, ten aggregations incl. svc.percentile(0.95), one day",
+    ...duck,
+    ...pgResult,
+    postgres_over_duckdb_query: ratio,
+    goals: { postgres_over_duckdb_query_max: 3, postgres_backfill_samples_per_s_min: 200_000 },
+  }),
+);

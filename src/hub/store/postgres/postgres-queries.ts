@@ -1,0 +1,102 @@
+/**
+ * The PostgreSQL statements behind the hub's listing endpoints (DESIGN 5.1), the same answers as
+ * duckdb-queries.ts: the latest severity of each entity (`/v0/entities/summary`), raw samples of
+ * one cell (`…/metrics/data`), the metric names of a set of entities (`/v0/entities/metrics`) and
+ * row names (`…/metrics/rows`). Every value from a request is a bound parameter; entity ids beyond
+ * the `integer` range are dropped before they reach a statement (they name no entity).
+ */
+import type { Sql } from "postgres";
+import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import type { EntitySeverity, MetricName, RowNameQuery, SamplePage, SampleQuery } from "../store.js";
+import { MAX_INT4 } from "./postgres-events.js";
+
+/** The ids an `integer` column can hold; others name no entity. */
+export const storableIds = (ids: readonly number[]): number[] =>
+  ids.filter((id) => Number.isSafeInteger(id) && id >= 1 && id <= MAX_INT4);
+
+/**
+ * Per entity, its latest severity event targeting the managed entity itself (no sampler): latest
+ * by time, then by arrival (`id`). `data.severity` is read from the stored payload.
+ */
+export async function latestSeverities(sql: Sql): Promise<EntitySeverity[]> {
+  const rows = await sql<{ entity_id: number; severity: string | null; at_ms: string }[]>`
+    SELECT DISTINCT ON (entity_id) entity_id, payload->>'severity' AS severity, at_ms
+    FROM events
+    WHERE type = 'severity' AND entity_id IS NOT NULL AND sampler IS NULL
+    ORDER BY entity_id, at_ms DESC, id DESC`;
+  return rows.map((r) => ({
+    entityId: asEntityId(r.entity_id),
+    severity: r.severity ?? "UNDEFINED",
+    at: asEpochMs(Number(r.at_ms)),
+  }));
+}
+
+/** Raw samples of one cell of one entity: time, then sampler type, then text (one order in every store). */
+export async function listSamples(sql: Sql, query: SampleQuery): Promise<SamplePage> {
+  if (storableIds([query.entity]).length === 0) return { totalCount: 0, samples: [] };
+  const c = query.cell;
+  const where = sql`s.entity_id = ${query.entity} AND s.sampler = ${c.sampler}
+    AND (${c.samplerType === null}::boolean OR s.sampler_type = ${c.samplerType ?? ""})
+    AND s.dataview = ${c.dataview} AND s.row_name = ${c.row ?? ""} AND s.column_name = ${c.column}
+    AND x.ts_ms >= ${query.from ?? Number.MIN_SAFE_INTEGER}::bigint
+    AND x.ts_ms < ${query.to ?? Number.MAX_SAFE_INTEGER}::bigint`;
+  const [total] = await sql<{ n: string }[]>`
+    SELECT count(*) AS n FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}`;
+  const rows = await sql<{ ts_ms: string; text: string }[]>`
+    SELECT x.ts_ms, x.text FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}
+    ORDER BY x.ts_ms, s.sampler_type, x.text LIMIT ${query.limit} OFFSET ${query.skip}`;
+  return {
+    totalCount: Number(total?.n ?? 0),
+    samples: rows.map((r) => ({ at: asEpochMs(Number(r.ts_ms)), text: r.text })),
+  };
+}
+
+/** The distinct cell and headline names of some entities; numeric ones only unless asked. */
+export async function listMetricNames(
+  sql: Sql,
+  query: { readonly entities: readonly EntityId[]; readonly includeNonNumeric: boolean },
+): Promise<MetricName[]> {
+  const ids = storableIds(query.entities);
+  if (ids.length === 0) return [];
+  const numeric = query.includeNonNumeric
+    ? sql``
+    : sql`AND EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.value IS NOT NULL)`;
+  const rows = await sql<
+    {
+      entity_id: number;
+      sampler: string;
+      sampler_type: string;
+      dataview: string;
+      headline: boolean;
+      column_name: string;
+    }[]
+  >`SELECT DISTINCT s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name = '' AS headline,
+           s.column_name
+    FROM series s WHERE s.entity_id = ANY(${ids}::int[]) ${numeric}`;
+  return rows.map((r) => ({
+    entityId: asEntityId(r.entity_id),
+    sampler: r.sampler,
+    samplerType: r.sampler_type,
+    dataview: r.dataview,
+    headline: r.headline,
+    column: r.column_name,
+  }));
+}
+
+/** The distinct row names a {@link RowNameQuery} selects (never "", the headline row). */
+export async function listRowNames(sql: Sql, query: RowNameQuery): Promise<string[]> {
+  const ids = storableIds(query.entities);
+  if (ids.length === 0) return [];
+  const since =
+    query.updatedSince === undefined
+      ? sql``
+      : sql`AND EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.ts_ms >= ${query.updatedSince}::bigint)`;
+  const rows = await sql<{ row_name: string }[]>`
+    SELECT DISTINCT s.row_name FROM series s
+    WHERE s.entity_id = ANY(${ids}::int[]) AND s.sampler = ${query.sampler}
+      AND (${query.samplerType === null}::boolean OR s.sampler_type = ${query.samplerType ?? ""})
+      AND s.dataview = ${query.dataview}
+      AND (${query.column === null}::boolean OR s.column_name = ${query.column ?? ""})
+      AND s.row_name <> '' ${since}`;
+  return rows.map((r) => r.row_name);
+}

@@ -1,0 +1,346 @@
+/**
+ * The PostgreSQL store, for the scale-out deployment (DESIGN 5.5): several hubs share one database.
+ *
+ * One `postgres` connection pool per store. Transactions run one at a time per store (as the
+ * Store interface promises) on a connection `sql.begin` reserves; lists, metric queries and pings
+ * use the other pool connections, so a long query never waits for an ingest nor blocks one
+ * (PostgreSQL is MVCC: readers see committed data only).
+ *
+ * Correctness across hubs lives in the database (unique keys, row locks, advisory locks: see
+ * postgres-transaction.ts and postgres-claims.ts); the in-process caches (every entity's id, a
+ * bounded recency cache of series ids, the partitions known to exist) only save lookups, and are
+ * filled from what committed. Entity and series ids are identity columns: stable for the life of
+ * the database, increasing, but not dense (a rolled-back or raced insert uses up an id).
+ */
+import postgres, { type Sql } from "postgres";
+import { DEFAULT_MAX_SERIES_PER_ENTITY, SERIES_CACHE_ENTRIES } from "../../../config/defaults.js";
+import { VigilError } from "../../../errors/catalog.js";
+import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
+import { RecencyCache } from "../recency-cache.js";
+import { SerialQueue } from "../serial-queue.js";
+import type {
+  EntityRecord,
+  EntitySeverity,
+  EventQuery,
+  EventRecord,
+  IngestBatch,
+  MetricName,
+  MetricQueryPlan,
+  MetricQueryRow,
+  RowNameQuery,
+  SamplePage,
+  SampleQuery,
+  SeriesInfo,
+  Store,
+  StoreTransaction,
+} from "../store.js";
+import { listEvents, MAX_INT4 } from "./postgres-events.js";
+import { buildPgMetricQuery } from "./postgres-metrics-sql.js";
+import { listPartitions, weekStart } from "./postgres-partitions.js";
+import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
+import { MIGRATE_LOCK_KEY, MIGRATIONS, MIGRATIONS_TABLE } from "./postgres-schema.js";
+import { entityKeyString, type PgPending, PgTransaction } from "./postgres-transaction.js";
+
+/** Connections in one store's pool: one for the transaction, the rest for reads and partition DDL. */
+export const POSTGRES_POOL_CONNECTIONS = 8; // connections
+/** How long opening a connection may take before the store reports PostgreSQL unreachable. */
+export const POSTGRES_CONNECT_TIMEOUT_S = 10; // s
+
+export interface PostgresStoreOptions {
+  /** A `postgres://` or `postgresql://` URL (user, password, host, port, database, `?sslmode=`). */
+  readonly url: string;
+  /** Most series one entity may have; default `DEFAULT_MAX_SERIES_PER_ENTITY` (100 000). */
+  readonly maxSeriesPerEntity?: number;
+  /** Entries of the series-id cache; default `SERIES_CACHE_ENTRIES` (200 000); 0 turns it off. */
+  readonly seriesCacheEntries?: number;
+}
+
+/**
+ * Opens a PostgreSQL store on `options.url` with at most `options.maxSeriesPerEntity` series per
+ * entity (default 100 000) and a series-id cache of `options.seriesCacheEntries` entries (default
+ * 200 000). Connects lazily: nothing is sent until `migrate()`, which applies the migrations the
+ * database lacks (postgres-schema.ts) and loads the entity cache; call it once before anything else.
+ */
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const maxSeriesPerEntity = options.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY;
+  const seriesCacheEntries = options.seriesCacheEntries ?? SERIES_CACHE_ENTRIES;
+  if (!Number.isSafeInteger(maxSeriesPerEntity) || maxSeriesPerEntity < 1) {
+    throw new RangeError(`maxSeriesPerEntity must be a positive integer, got ${maxSeriesPerEntity}`);
+  }
+  if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
+    throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
+  }
+  const sql = postgres(options.url, {
+    max: POSTGRES_POOL_CONNECTIONS,
+    connect_timeout: POSTGRES_CONNECT_TIMEOUT_S,
+    onnotice: () => undefined,
+    connection: { application_name: "vigil-hub" },
+  });
+  return new PostgresStore(sql, maxSeriesPerEntity, seriesCacheEntries);
+}
+
+interface EntityRow {
+  id: number;
+  attributes: string;
+  is_deleted: boolean;
+}
+
+class PostgresStore implements Store {
+  readonly kind = "postgres";
+  private readonly writes = new SerialQueue();
+  private entities = new Map<string, EntityId>();
+  private readonly series: RecencyCache<string, number>;
+  private partitions = new Set<number>();
+  private cachesLoaded = false;
+  /** Zone names PostgreSQL knows; read once, on the first query with a named zone. */
+  private zoneNames: Set<string> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly maxSeriesPerEntity: number,
+    seriesCacheEntries: number,
+  ) {
+    this.series = new RecencyCache(seriesCacheEntries);
+  }
+
+  migrate(): Promise<void> {
+    return this.write(async () => {
+      // The advisory lock makes hubs that start together apply each migration once, in turn.
+      await this.sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${MIGRATE_LOCK_KEY}::bigint)`;
+        await tx.unsafe(MIGRATIONS_TABLE);
+        const applied = new Set(
+          (await tx<{ version: number }[]>`SELECT version FROM vigil_migrations`).map((r) => r.version),
+        );
+        for (const migration of MIGRATIONS) {
+          if (applied.has(migration.version)) continue;
+          for (const statement of migration.statements) await tx.unsafe(statement);
+          await tx`INSERT INTO vigil_migrations (version, name) VALUES (${migration.version}, ${migration.name})`;
+        }
+      });
+      await this.loadCaches();
+    });
+  }
+
+  ingest(batch: IngestBatch): Promise<void> {
+    return this.transaction((tx) => tx.write(batch));
+  }
+
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
+    return this.write(async () => {
+      if (!this.cachesLoaded) await this.loadCaches();
+      let tx: PgTransaction | undefined;
+      try {
+        const result = await this.sql.begin(async (c) => {
+          tx = new PgTransaction(
+            c,
+            this.sql,
+            { entities: this.entities, series: this.series, partitions: this.partitions },
+            this.maxSeriesPerEntity,
+          );
+          try {
+            const value = await work(tx);
+            await tx.finish();
+            if (tx.failure !== undefined) throw tx.failure.error;
+            return value;
+          } catch (error) {
+            await tx.finish();
+            throw error;
+          }
+        });
+        // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
+        if (tx !== undefined) this.apply(tx.pending);
+        return result as T;
+      } catch (error) {
+        // "no partition of relation … found for row": a partition was dropped (retention) behind
+        // the cache; read the catalog again before the retry.
+        if ((error as { code?: unknown }).code === "23514") this.cachesLoaded = false;
+        throw error;
+      }
+    });
+  }
+
+  ping(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error("PostgreSQL store is closed"));
+    return this.sql`SELECT 1`.then(() => undefined);
+  }
+
+  async listEvents(query: EventQuery): Promise<EventRecord[]> {
+    if (!Number.isSafeInteger(query.limit) || query.limit < 0) {
+      throw new RangeError(`listEvents limit must be a non-negative integer, got ${query.limit}`);
+    }
+    this.open();
+    return listEvents(this.sql, query);
+  }
+
+  async listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]> {
+    this.open();
+    const rows = options.includeDeleted
+      ? await this.sql<
+          EntityRow[]
+        >`SELECT id, attributes::text AS attributes, is_deleted FROM entities ORDER BY id`
+      : await this.sql<EntityRow[]>`SELECT id, attributes::text AS attributes, is_deleted FROM entities
+                                    WHERE NOT is_deleted ORDER BY id`;
+    return rows.map(entityRecord);
+  }
+
+  async getEntity(id: EntityId): Promise<EntityRecord | undefined> {
+    this.open();
+    if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) return undefined;
+    const [row] = await this.sql<EntityRow[]>`
+      SELECT id, attributes::text AS attributes, is_deleted FROM entities WHERE id = ${id}`;
+    return row === undefined ? undefined : entityRecord(row);
+  }
+
+  async listSeries(entity: EntityId): Promise<SeriesInfo[]> {
+    this.open();
+    if (!Number.isSafeInteger(entity) || entity < 1 || entity > MAX_INT4) return [];
+    const rows = await this.sql<
+      { sampler: string; sampler_type: string; dataview: string; row_name: string; column_name: string }[]
+    >`SELECT sampler, sampler_type, dataview, row_name, column_name FROM series WHERE entity_id = ${entity}
+      ORDER BY sampler, sampler_type, dataview, row_name, column_name`;
+    return rows.map((r) => ({
+      series: {
+        sampler: r.sampler,
+        samplerType: r.sampler_type,
+        dataview: r.dataview,
+        row: r.row_name,
+        column: r.column_name,
+      },
+    }));
+  }
+
+  async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
+    this.open();
+    if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) return [];
+    await this.checkZone(plan.zone);
+    // Read the catalog on every query: another hub may have added a week since.
+    const weeks = [...(await listPartitions(this.sql))];
+    const spans = weeks
+      .map((w) => ({ from: weekStart(w), to: weekStart(w + 1) }))
+      .filter((s) => s.from < plan.to && s.to > plan.from);
+    if (spans.length === 0) return [];
+    const query = buildPgMetricQuery(plan, spans);
+    const rows = await this.sql.unsafe(query.text, query.params as never[]);
+    return rows.map((row): MetricQueryRow => {
+      const group: Record<string, string | number> = {};
+      for (const g of query.groupColumns) {
+        const v = row[g.column] as unknown;
+        group[g.key] = g.numeric ? Number(v ?? 0) : String(v ?? "");
+      }
+      const values: Record<string, number | null> = {};
+      query.labels.forEach((label, i) => {
+        const v = row[`a${i}`] as unknown;
+        values[label] = v === null || v === undefined ? null : Number(v);
+      });
+      return {
+        bucket: asEpochMs(Number(row.bucket_ms)),
+        group,
+        identifier: String(row.identifier),
+        values,
+      };
+    });
+  }
+
+  async latestSeverities(): Promise<EntitySeverity[]> {
+    this.open();
+    return latestSeverities(this.sql);
+  }
+
+  async listSamples(query: SampleQuery): Promise<SamplePage> {
+    for (const [name, n] of [
+      ["skip", query.skip],
+      ["limit", query.limit],
+    ] as const) {
+      if (!Number.isSafeInteger(n) || n < 0) {
+        throw new RangeError(`listSamples ${name} must be a non-negative integer, got ${n}`);
+      }
+    }
+    this.open();
+    return listSamples(this.sql, query);
+  }
+
+  async listMetricNames(query: {
+    entities: readonly EntityId[];
+    includeNonNumeric: boolean;
+  }): Promise<MetricName[]> {
+    this.open();
+    return listMetricNames(this.sql, query);
+  }
+
+  async listRowNames(query: RowNameQuery): Promise<string[]> {
+    this.open();
+    return listRowNames(this.sql, query);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writes.idle();
+    await this.sql.end({ timeout: 5 });
+  }
+
+  /**
+   * Node's ICU and PostgreSQL carry their own zone data; a name Node accepts that PostgreSQL does
+   * not know is the client's error (400 for `zoneId`), not a store failure. Checked against
+   * `pg_timezone_names`, never passed unknown: PostgreSQL would read an unknown name as a POSIX
+   * zone spec (with the sign inverted).
+   */
+  private async checkZone(zone: string): Promise<void> {
+    const spec = parseZone(zone);
+    if (spec.kind !== "named") return;
+    if (this.zoneNames === undefined) {
+      const rows = await this.sql<{ name: string }[]>`SELECT name FROM pg_timezone_names`;
+      this.zoneNames = new Set(rows.map((r) => r.name));
+    }
+    if (!this.zoneNames.has(spec.name)) {
+      throw new VigilError("INVALID_QUERY", {
+        field: "zoneId",
+        detail: `time zone '${zone}' is not known to the store; use a canonical IANA name or a fixed offset such as +05:30`,
+      });
+    }
+  }
+
+  private open(): void {
+    if (this.closed) throw new Error("PostgreSQL store is closed");
+  }
+
+  private write<T>(task: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error("PostgreSQL store is closed"));
+    return this.writes.run(task);
+  }
+
+  /** Loads every entity's id (entities are few) and the partitions that exist; series load on demand. */
+  private async loadCaches(): Promise<void> {
+    const rows = await this.sql<{ id: number; gateway: string; probe: string; managed_entity: string }[]>`
+      SELECT id, gateway, probe, managed_entity FROM entities`;
+    const entities = new Map<string, EntityId>();
+    for (const r of rows) {
+      entities.set(
+        entityKeyString({ gateway: r.gateway, probe: r.probe, managedEntity: r.managed_entity }),
+        asEntityId(r.id),
+      );
+    }
+    this.entities = entities;
+    this.partitions = await listPartitions(this.sql);
+    this.series.clear();
+    this.cachesLoaded = true;
+  }
+
+  /** Copies what a committed transaction learnt into the caches. */
+  private apply(pending: PgPending): void {
+    for (const [k, v] of pending.entities) this.entities.set(k, v);
+    for (const [k, v] of pending.series) this.series.set(k, v);
+    for (const w of pending.partitions) this.partitions.add(w);
+  }
+}
+
+function entityRecord(row: EntityRow): EntityRecord {
+  return {
+    id: asEntityId(row.id),
+    attributes: JSON.parse(row.attributes) as Record<string, string>,
+    isDeleted: row.is_deleted,
+  };
+}

@@ -1,0 +1,465 @@
+/**
+ * One transaction of the PostgreSQL store (DESIGN 1, 5.5): message claims and batch writes on the
+ * connection `sql.begin` reserved, between its BEGIN and COMMIT.
+ *
+ * A write runs in three steps:
+ * 1. checks that need no database (data-checks.ts, and U+0000 for PostgreSQL text);
+ * 2. the weekly `samples` partitions the batch needs, created when missing (postgres-partitions.ts);
+ * 3. everything else inside a SAVEPOINT: entity upserts, entities named only by samples or events,
+ *    series ids (the transaction's own, the bounded cache, one lookup for the misses, one insert
+ *    for the new ones after the `maxSeriesPerEntity` check), samples by COPY, events.
+ * A refusal in step 3 (the series limit, or a PostgreSQL data exception) rolls back to the savepoint
+ * and is a StoreDataError: nothing of the batch is written and the transaction stays usable.
+ *
+ * Several hubs may write one database at once, so nothing here trusts in-process state for
+ * correctness: entity and series rows are inserted with `ON CONFLICT` on their unique keys (a
+ * concurrent insert of the same key waits for the other transaction, then finds its row), and locks
+ * are taken in one order everywhere (entities by key, series by entity and names, origins by name),
+ * so two hubs never wait on each other in a cycle. The caches only save lookups; what a write
+ * learnt reaches them after COMMIT, so a rolled-back transaction leaves no id the database lacks.
+ */
+import type { PostgresError, Sql, TransactionSql } from "postgres";
+import { asEntityId, type EntityId } from "../../../ids.js";
+import {
+  checkAttributes,
+  checkEntityKey,
+  checkEvent,
+  checkSeriesKey,
+  checkText,
+  checkTime,
+} from "../data-checks.js";
+import type { RecencyCache } from "../recency-cache.js";
+import { SerialQueue } from "../serial-queue.js";
+import {
+  type EntityKey,
+  type EntityUpsert,
+  type IngestBatch,
+  type MessageKey,
+  type SampleInput,
+  type SeriesKey,
+  StoreDataError,
+  type StoreTransaction,
+} from "../store.js";
+import { checkBatchText } from "./postgres-checks.js";
+import { byCodePoint, claimMessageKeys } from "./postgres-claims.js";
+import { copySamples } from "./postgres-copy.js";
+import { insertEvents } from "./postgres-events.js";
+import { createPartitions, createPartitionsInTransaction, weekOf } from "./postgres-partitions.js";
+
+/** The caches of a PostgreSQL store, which a transaction reads and the store changes after COMMIT. */
+export interface PgCaches {
+  /** Entity ids by {@link entityKeyString}: entities are few, and their ids never change. */
+  readonly entities: ReadonlyMap<string, EntityId>;
+  /** Series ids by {@link seriesKeyString}, bounded; a miss is looked up in the database. */
+  readonly series: RecencyCache<string, number>;
+  /** Weeks whose `samples` partition exists. */
+  readonly partitions: ReadonlySet<number>;
+}
+
+/** What a transaction learnt, applied to {@link PgCaches} once it commits. */
+export interface PgPending {
+  readonly entities: Map<string, EntityId>;
+  readonly series: Map<string, number>;
+  readonly partitions: Set<number>;
+}
+
+export const entityKeyString = (k: EntityKey): string =>
+  JSON.stringify([k.gateway, k.probe, k.managedEntity]);
+/** A series' cache key: its entity id and length-prefixed names (see duckdb-transaction.ts). */
+const seriesPrefix = (entity: EntityId, s: SeriesKey): string =>
+  `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;
+const seriesKeyOf = (prefix: string, column: string): string => `${prefix}${column.length}:${column}`;
+export const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
+  seriesKeyOf(seriesPrefix(entity, s), s.column);
+
+/** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
+function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
+}
+
+/** PostgreSQL errors caused by the data written (SQLSTATE class 22, data exception). */
+const isDataException = (error: unknown): error is PostgresError =>
+  typeof error === "object" &&
+  error !== null &&
+  (error as { name?: unknown }).name === "PostgresError" &&
+  String((error as { code?: unknown }).code).startsWith("22");
+
+/** One distinct new-or-uncached series of a write. */
+interface SeriesSlot {
+  readonly entityId: EntityId;
+  readonly entity: EntityKey;
+  readonly cacheKey: string;
+  readonly series: SeriesKey;
+  id: number | undefined;
+}
+
+interface SeriesRow {
+  id: number;
+  entity_id: number;
+  sampler: string;
+  sampler_type: string;
+  dataview: string;
+  row_name: string;
+  column_name: string;
+}
+
+export class PgTransaction implements StoreTransaction {
+  readonly pending: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
+  /** The first statement that failed: such a transaction is rolled back, never committed. */
+  failure: { error: unknown } | undefined;
+  private readonly queue = new SerialQueue();
+  private finished = false;
+  /** This transaction wrote into `samples` (then holds a lock on it): partitions are made in it. */
+  private wroteSamples = false;
+
+  constructor(
+    private readonly sql: TransactionSql,
+    private readonly pool: Sql,
+    private readonly caches: PgCaches,
+    private readonly maxSeriesPerEntity: number,
+  ) {}
+
+  claim(keys: readonly MessageKey[]): Promise<boolean[]> {
+    return this.run(() => claimMessageKeys(this.sql, keys));
+  }
+
+  write(batch: IngestBatch): Promise<void> {
+    return this.run(() => this.writeBatch(batch));
+  }
+
+  /** Refuses further calls and waits for the calls already made. */
+  async finish(): Promise<void> {
+    this.finished = true;
+    await this.queue.idle();
+  }
+
+  private run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.finished) return Promise.reject(new Error("the store transaction has already ended"));
+    return this.queue.run(async () => {
+      try {
+        return await task();
+      } catch (error) {
+        if (!(error instanceof StoreDataError) && this.failure === undefined) this.failure = { error };
+        throw error;
+      }
+    });
+  }
+
+  private async writeBatch(batch: IngestBatch): Promise<void> {
+    const events = batch.events ?? [];
+    for (const u of batch.entities) {
+      checkEntityKey(u.key);
+      checkAttributes(u.attributes);
+      checkTime("entity update time", u.at);
+    }
+    // Samples of one message share their entity and series objects: check each run once.
+    let lastEntity: EntityKey | undefined;
+    let lastSeries: SeriesKey | undefined;
+    for (const sample of batch.samples) {
+      checkTime("sample time", sample.at);
+      checkText("sample text", sample.text);
+      if (sample.series !== lastSeries) {
+        checkSeriesKey(sample.series);
+        lastSeries = sample.series;
+      }
+      if (sample.entity !== lastEntity) {
+        checkEntityKey(sample.entity);
+        lastEntity = sample.entity;
+      }
+    }
+    for (const event of events) checkEvent(event);
+    checkBatchText(batch);
+
+    await this.ensurePartitions(batch.samples);
+
+    const local: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
+    try {
+      await this.sql.savepoint(async (sql) => {
+        for (const upsert of sortedUpserts(batch.entities)) await this.upsertEntity(sql, upsert, local);
+        const named = [...batch.samples.map((s) => s.entity), ...events.flatMap((e) => e.entity ?? [])];
+        await this.createNamedEntities(sql, named, local);
+        const ids = await this.resolveSeries(sql, batch.samples, local);
+        if (batch.samples.length > 0) {
+          this.wroteSamples = true;
+          await copySamples(sql, {
+            seriesIds: ids,
+            times: batch.samples.map((s) => s.at),
+            // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
+            values: batch.samples.map((s) => (s.value !== null && Number.isFinite(s.value) ? s.value : null)),
+            texts: batch.samples.map((s) => s.text),
+          });
+        }
+        if (events.length > 0) {
+          const entityIds = events.map((e) =>
+            e.entity === null ? null : (this.entityId(entityKeyString(e.entity), local) ?? null),
+          );
+          await insertEvents(sql, events, entityIds);
+        }
+      });
+    } catch (error) {
+      if (error instanceof StoreDataError) throw error;
+      if (isDataException(error)) {
+        throw new StoreDataError(`the store refused the data: ${error.message}`, { cause: error });
+      }
+      throw error;
+    }
+    for (const [k, v] of local.entities) this.pending.entities.set(k, v);
+    for (const [k, v] of local.series) this.pending.series.set(k, v);
+  }
+
+  /**
+   * Creates the partitions of the weeks `samples` fall in that are not known to exist. On a pool
+   * connection, in its own transaction, unless this transaction already wrote samples: it then
+   * holds a lock on `samples` that the other connection would wait for, so it creates them itself.
+   */
+  private async ensurePartitions(samples: readonly SampleInput[]): Promise<void> {
+    const missing = new Set<number>();
+    let lastWeek = Number.NaN;
+    for (const s of samples) {
+      const week = weekOf(s.at);
+      if (week === lastWeek) continue;
+      lastWeek = week;
+      if (!this.caches.partitions.has(week) && !this.pending.partitions.has(week)) missing.add(week);
+    }
+    if (missing.size === 0) return;
+    const weeks = [...missing];
+    if (this.wroteSamples) await createPartitionsInTransaction(this.sql, weeks);
+    else await createPartitions(this.pool, weeks);
+    for (const w of weeks) this.pending.partitions.add(w);
+  }
+
+  private entityId(key: string, local: PgPending): EntityId | undefined {
+    return local.entities.get(key) ?? this.pending.entities.get(key) ?? this.caches.entities.get(key);
+  }
+
+  /**
+   * Applies one upsert. One older than the state stored is ignored (a backfilled old record must
+   * not undo a newer state); a deletion without attributes keeps the stored ones. The age test is
+   * in the statement, so it holds against another hub's write too.
+   */
+  private async upsertEntity(sql: TransactionSql, u: EntityUpsert, local: PgPending): Promise<void> {
+    const key = entityKeyString(u.key);
+    const attributes = storedAttributes(u.attributes);
+    const json = JSON.stringify(attributes);
+    const keep = u.deleted && Object.keys(attributes).length === 0;
+    const known = this.entityId(key, local);
+    if (known !== undefined) {
+      await sql`UPDATE entities SET
+          attributes = CASE WHEN ${keep}::boolean THEN attributes ELSE ${json}::text::json END,
+          is_deleted = ${u.deleted}, updated_ms = ${u.at}
+        WHERE id = ${known} AND updated_ms <= ${u.at}`;
+      return;
+    }
+    const [row] = await sql<{ id: number }[]>`
+      INSERT INTO entities AS e (gateway, probe, managed_entity, attributes, is_deleted, updated_ms)
+      VALUES (${u.key.gateway}, ${u.key.probe}, ${u.key.managedEntity}, ${json}::text::json, ${u.deleted}, ${u.at})
+      ON CONFLICT (gateway, probe, managed_entity) DO UPDATE SET
+        attributes = CASE WHEN ${keep}::boolean THEN e.attributes ELSE excluded.attributes END,
+        is_deleted = excluded.is_deleted, updated_ms = excluded.updated_ms
+      WHERE e.updated_ms <= excluded.updated_ms
+      RETURNING id`;
+    const id = row?.id ?? (await selectEntityIds(sql, [u.key])).get(key);
+    if (id === undefined) throw new Error(`internal: entity ${key} has no id after its upsert`);
+    local.entities.set(key, asEntityId(id));
+  }
+
+  /**
+   * Entities that samples or events name but no upsert made: created with the built-in attributes
+   * their key gives (DESIGN 5.1) and the oldest `updated_ms`, so the first real upsert replaces them.
+   */
+  private async createNamedEntities(
+    sql: TransactionSql,
+    keys: readonly EntityKey[],
+    local: PgPending,
+  ): Promise<void> {
+    const missing = new Map<string, EntityKey>();
+    let last: EntityKey | undefined;
+    for (const k of keys) {
+      if (k === last) continue;
+      last = k;
+      const key = entityKeyString(k);
+      if (this.entityId(key, local) === undefined) missing.set(key, k);
+    }
+    if (missing.size === 0) return;
+    const sorted = [...missing.entries()].sort(([a], [b]) => byCodePoint(a, b)).map(([, k]) => k);
+    const builtIn = sorted.map((k) =>
+      JSON.stringify(
+        storedAttributes({ "svc.gateway": k.gateway, "svc.probe": k.probe, "svc.name": k.managedEntity }),
+      ),
+    );
+    await sql`
+      INSERT INTO entities (gateway, probe, managed_entity, attributes, is_deleted, updated_ms)
+      SELECT g, p, m, a::json, false, -9223372036854775808
+      FROM unnest(${sorted.map((k) => k.gateway)}::text[], ${sorted.map((k) => k.probe)}::text[],
+                  ${sorted.map((k) => k.managedEntity)}::text[], ${builtIn}::text[]) WITH ORDINALITY AS n(g, p, m, a, ord)
+      ORDER BY ord
+      ON CONFLICT (gateway, probe, managed_entity) DO NOTHING`;
+    const ids = await selectEntityIds(sql, sorted);
+    for (const [key, id] of ids) local.entities.set(key, asEntityId(id));
+  }
+
+  /** The series id of every sample, creating the new series (after the series-limit check). */
+  private async resolveSeries(
+    sql: TransactionSql,
+    samples: readonly SampleInput[],
+    local: PgPending,
+  ): Promise<number[]> {
+    const ids: number[] = new Array(samples.length);
+    const slots: SeriesSlot[] = [];
+    const slotOf = new Map<string, SeriesSlot>();
+    const pendingSamples: { index: number; slot: SeriesSlot }[] = [];
+    let lastEntity: EntityKey | undefined;
+    let entityId: EntityId | undefined;
+    let lastSeries: SeriesKey | undefined;
+    let prefix = "";
+    for (let i = 0; i < samples.length; i++) {
+      const sample = samples[i] as SampleInput;
+      const s = sample.series;
+      if (sample.entity !== lastEntity) {
+        lastEntity = sample.entity;
+        entityId = this.entityId(entityKeyString(sample.entity), local);
+        lastSeries = undefined;
+      }
+      if (entityId === undefined) throw new Error("internal: a sample's entity has no id");
+      if (
+        lastSeries === undefined ||
+        s.row !== lastSeries.row ||
+        s.dataview !== lastSeries.dataview ||
+        s.sampler !== lastSeries.sampler ||
+        s.samplerType !== lastSeries.samplerType
+      ) {
+        prefix = seriesPrefix(entityId, s);
+        lastSeries = s;
+      }
+      const cacheKey = seriesKeyOf(prefix, s.column);
+      const hit =
+        local.series.get(cacheKey) ?? this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
+      if (hit !== undefined) {
+        ids[i] = hit;
+        continue;
+      }
+      let slot = slotOf.get(cacheKey);
+      if (slot === undefined) {
+        slot = { entityId, entity: sample.entity, cacheKey, series: s, id: undefined };
+        slotOf.set(cacheKey, slot);
+        slots.push(slot);
+      }
+      pendingSamples.push({ index: i, slot });
+    }
+    if (slots.length > 0) {
+      await this.lookupSeries(sql, slots);
+      const fresh = slots.filter((slot) => slot.id === undefined);
+      if (fresh.length > 0) {
+        await this.checkSeriesLimit(sql, fresh);
+        await this.insertSeries(sql, fresh);
+      }
+      for (const slot of slots) {
+        if (slot.id === undefined) throw new Error("internal: a series has no id after its insert");
+        local.series.set(slot.cacheKey, slot.id);
+      }
+      for (const { index, slot } of pendingSamples) ids[index] = slot.id as number;
+    }
+    return ids;
+  }
+
+  /** Finds stored ids of `slots` (this transaction's rows and other hubs' committed ones included). */
+  private async lookupSeries(sql: TransactionSql, slots: readonly SeriesSlot[]): Promise<void> {
+    const rows = await sql<SeriesRow[]>`
+      SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name
+      FROM series s
+      JOIN unnest(${slots.map((x) => x.entityId)}::int[], ${slots.map((x) => x.series.sampler)}::text[],
+                  ${slots.map((x) => x.series.samplerType)}::text[], ${slots.map((x) => x.series.dataview)}::text[],
+                  ${slots.map((x) => x.series.row)}::text[], ${slots.map((x) => x.series.column)}::text[])
+        AS k(entity_id, sampler, sampler_type, dataview, row_name, column_name)
+      USING (entity_id, sampler, sampler_type, dataview, row_name, column_name)`;
+    assignIds(slots, rows);
+  }
+
+  /**
+   * Refuses the write when an entity would pass `maxSeriesPerEntity`, counting the series stored
+   * now (one statement). Two hubs adding series to one entity at the same instant may each pass
+   * the check and together exceed the limit by at most one batch's new series.
+   */
+  private async checkSeriesLimit(sql: TransactionSql, fresh: readonly SeriesSlot[]): Promise<void> {
+    const added = new Map<EntityId, { entity: EntityKey; count: number }>();
+    for (const slot of fresh) {
+      const a = added.get(slot.entityId);
+      if (a === undefined) added.set(slot.entityId, { entity: slot.entity, count: 1 });
+      else a.count += 1;
+    }
+    const rows = await sql<{ entity_id: number; n: string }[]>`
+      SELECT entity_id, count(*) AS n FROM series WHERE entity_id = ANY(${[...added.keys()]}::int[])
+      GROUP BY entity_id`;
+    const stored = new Map(rows.map((r) => [r.entity_id, Number(r.n)]));
+    for (const [id, a] of added) {
+      const before = stored.get(id) ?? 0;
+      const after = before + a.count;
+      if (after > this.maxSeriesPerEntity) {
+        const e = a.entity;
+        throw new StoreDataError(
+          `entity ${JSON.stringify(e.managedEntity)} of probe ${JSON.stringify(e.probe)} on gateway ` +
+            `${JSON.stringify(e.gateway)} would have ${after} series (${before} stored, ${a.count} new), ` +
+            `more than the limit of ${this.maxSeriesPerEntity} (maxSeriesPerEntity)`,
+        );
+      }
+    }
+  }
+
+  /** Inserts new series in key order; a row another hub inserted meanwhile is read back instead. */
+  private async insertSeries(sql: TransactionSql, fresh: readonly SeriesSlot[]): Promise<void> {
+    const sorted = [...fresh].sort((a, b) => a.entityId - b.entityId || byCodePoint(a.cacheKey, b.cacheKey));
+    const rows = await sql<SeriesRow[]>`
+      INSERT INTO series (entity_id, sampler, sampler_type, dataview, row_name, column_name)
+      SELECT entity_id, sampler, sampler_type, dataview, row_name, column_name
+      FROM unnest(${sorted.map((x) => x.entityId)}::int[], ${sorted.map((x) => x.series.sampler)}::text[],
+                  ${sorted.map((x) => x.series.samplerType)}::text[], ${sorted.map((x) => x.series.dataview)}::text[],
+                  ${sorted.map((x) => x.series.row)}::text[], ${sorted.map((x) => x.series.column)}::text[])
+        WITH ORDINALITY AS k(entity_id, sampler, sampler_type, dataview, row_name, column_name, ord)
+      ORDER BY ord
+      ON CONFLICT (entity_id, sampler, sampler_type, dataview, row_name, column_name) DO NOTHING
+      RETURNING id, entity_id, sampler, sampler_type, dataview, row_name, column_name`;
+    assignIds(sorted, rows);
+    const raced = sorted.filter((slot) => slot.id === undefined);
+    if (raced.length > 0) await this.lookupSeries(sql, raced);
+  }
+}
+
+/** Stable sort of upserts by entity key: locks in one order, each entity's upserts still in order. */
+function sortedUpserts(upserts: readonly EntityUpsert[]): EntityUpsert[] {
+  return upserts
+    .map((u, i) => ({ u, i, key: entityKeyString(u.key) }))
+    .sort((a, b) => byCodePoint(a.key, b.key) || a.i - b.i)
+    .map(({ u }) => u);
+}
+
+async function selectEntityIds(
+  sql: TransactionSql,
+  keys: readonly EntityKey[],
+): Promise<Map<string, number>> {
+  const rows = await sql<{ id: number; gateway: string; probe: string; managed_entity: string }[]>`
+    SELECT e.id, e.gateway, e.probe, e.managed_entity FROM entities e
+    JOIN unnest(${keys.map((k) => k.gateway)}::text[], ${keys.map((k) => k.probe)}::text[],
+                ${keys.map((k) => k.managedEntity)}::text[]) AS k(gateway, probe, managed_entity)
+    USING (gateway, probe, managed_entity)`;
+  return new Map(
+    rows.map((r) => [
+      entityKeyString({ gateway: r.gateway, probe: r.probe, managedEntity: r.managed_entity }),
+      r.id,
+    ]),
+  );
+}
+
+function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): void {
+  const byKey = new Map(slots.map((slot) => [slot.cacheKey, slot]));
+  for (const r of rows) {
+    const key = seriesKeyString(asEntityId(r.entity_id), {
+      sampler: r.sampler,
+      samplerType: r.sampler_type,
+      dataview: r.dataview,
+      row: r.row_name,
+      column: r.column_name,
+    });
+    const slot = byKey.get(key);
+    if (slot !== undefined) slot.id = r.id;
+  }
+}

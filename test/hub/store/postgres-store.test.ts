@@ -1,0 +1,237 @@
+/**
+ * The PostgreSQL store against the shared Store contract, plus what only PostgreSQL has:
+ * migrations under concurrency, partitions, and two stores (two hubs) on one database.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
+import { type IngestBatch, type MessageKey, StoreDataError } from "../../../src/hub/store/store.js";
+import { asEntityId, asEpochMs } from "../../../src/ids.js";
+import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
+import { storeContract } from "./store-contract.js";
+import { storeContractApi } from "./store-contract-api.js";
+
+const reachable = await postgresReachable();
+if (!reachable) {
+  describe("PostgreSQL store", { skip: PG_SKIP }, () => undefined);
+} else {
+  const db = await PgTestDatabase.create("contract");
+  after(() => db.drop());
+
+  storeContract(
+    "postgres",
+    async (options) => createPostgresStore({ ...options, url: await db.freshUrl() }),
+    () => {
+      const url = db.freshUrl();
+      return async (options) => createPostgresStore({ ...options, url: await url });
+    },
+  );
+
+  storeContractApi("postgres", async (options) =>
+    createPostgresStore({ ...options, url: await db.freshUrl() }),
+  );
+
+  const entity = { gateway: "gw", probe: "p", managedEntity: "me" };
+  const batch = (at: string, value: number, row = "r"): IngestBatch => ({
+    entities: [],
+    samples: [
+      {
+        entity,
+        series: { sampler: "s", samplerType: "", dataview: "d", row, column: "c" },
+        at: asEpochMs(Date.parse(at)),
+        text: String(value),
+        value,
+      },
+    ],
+  });
+
+  describe("PostgreSQL store", () => {
+    let url = "";
+    before(async () => {
+      url = await db.freshUrl();
+    });
+
+    it("two stores migrating one database at once apply each migration once", async () => {
+      const stores = await Promise.all(Array.from({ length: 4 }, () => createPostgresStore({ url })));
+      await Promise.all(stores.map((s) => s.migrate()));
+      const rows = await db.sql.unsafe(
+        `SELECT version FROM ${new URL(url).searchParams.get("search_path")}.vigil_migrations`,
+      );
+      assert.deepEqual(
+        rows.map((r) => r.version),
+        [1],
+      );
+      await Promise.all(stores.map((s) => s.close()));
+    });
+
+    it("samples go into weekly partitions created on demand", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      await store.ingest(batch("2024-05-01T10:00:00Z", 1));
+      await store.ingest(batch("2024-05-08T10:00:00Z", 2));
+      await store.ingest(batch("1900-01-01T00:00:00Z", 3));
+      await store.ingest(batch("2024-05-02T10:00:00Z", 4));
+      await store.close();
+    });
+
+    it("two stores on one database write one entity and one series once, and each sees the other's", async () => {
+      const shared = await db.freshUrl();
+      const a = await createPostgresStore({ url: shared });
+      const b = await createPostgresStore({ url: shared });
+      await a.migrate();
+      await b.migrate();
+      await Promise.all([
+        a.ingest(batch("2024-05-01T10:00:00Z", 1)),
+        b.ingest(batch("2024-05-01T10:00:01Z", 2)),
+        a.ingest(batch("2024-05-01T10:00:02Z", 3, "r2")),
+        b.ingest(batch("2024-05-01T10:00:03Z", 4, "r2")),
+      ]);
+      const entities = await b.listEntities({ includeDeleted: false });
+      assert.equal(entities.length, 1);
+      assert.equal((await a.listSeries(entities[0]!.id)).length, 2);
+      const claims = await Promise.all([
+        a.transaction((tx) => tx.claim([{ kind: "seq", origin: "o", seq: 1 }])),
+        b.transaction((tx) => tx.claim([{ kind: "seq", origin: "o", seq: 1 }])),
+      ]);
+      assert.deepEqual(claims.flat().sort(), [false, true]);
+      await a.close();
+      await b.close();
+    });
+
+    it("two stores consuming the same messages concurrently store each exactly once", async () => {
+      const shared = await db.freshUrl();
+      const hubs = [await createPostgresStore({ url: shared }), await createPostgresStore({ url: shared })];
+      for (const hub of hubs) await hub.migrate();
+      const MESSAGES = 3_000;
+      // Each message: one sample of one of 3 entities × 5 rows; seq ids of one gateway run, plus
+      // every 7th message known only by a hash (a backfilled file).
+      const keyOf = (i: number): MessageKey =>
+        i % 7 === 0 ? { kind: "hash", hash: `h${i}` } : { kind: "seq", origin: "gw.run1", seq: i + 1 };
+      const sampleOf = (i: number) => ({
+        entity: { gateway: "gw", probe: "p", managedEntity: `me${i % 3}` },
+        series: { sampler: "s", samplerType: "", dataview: "d", row: `r${i % 5}`, column: "c" },
+        at: asEpochMs(Date.parse("2024-05-01T00:00:00Z") + i * 1000),
+        text: String(i),
+        value: i,
+      });
+      // Both hubs get every message (a redelivering bus), in batches of different sizes and order.
+      const consume = async (hub: (typeof hubs)[number], batchSize: number, reverse: boolean) => {
+        const order = Array.from({ length: MESSAGES }, (_, i) => (reverse ? MESSAGES - 1 - i : i));
+        let stored = 0;
+        for (let start = 0; start < MESSAGES; start += batchSize) {
+          const items = order.slice(start, start + batchSize);
+          stored += await hub.transaction(async (tx) => {
+            const fresh = await tx.claim(items.map(keyOf));
+            const kept = items.filter((_, k) => fresh[k]);
+            await tx.write({ entities: [], samples: kept.map(sampleOf) });
+            return kept.length;
+          });
+        }
+        return stored;
+      };
+      const [a, b] = await Promise.all([consume(hubs[0]!, 97, false), consume(hubs[1]!, 131, true)]);
+      assert.equal(a + b, MESSAGES, "each message claimed by exactly one hub");
+      const [row] = await db.sql.unsafe(
+        `SELECT count(*)::int AS n, count(DISTINCT text)::int AS d FROM ${new URL(shared).searchParams.get("search_path")}.samples`,
+      );
+      assert.deepEqual([row?.n, row?.d], [MESSAGES, MESSAGES]);
+      assert.equal((await hubs[0]!.listEntities({ includeDeleted: false })).length, 3);
+      for (const hub of hubs) await hub.close();
+    });
+
+    it("COPY keeps text, times and values exactly as written", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      const texts = ["tab\there", "line\nbreak\r\n", "back\\slash", "", "ok \u{1F600} é", "x".repeat(70_000)];
+      const times = [-62_135_596_800_000, -1, 0, 2 ** 40, 1_714_557_600_123, 8.64e15 - 1]; // ascending
+      const base = batch("2024-05-01T10:00:00Z", 1).samples[0]!;
+      await store.ingest({
+        entities: [],
+        samples: texts.map((text, i) => ({
+          ...base,
+          at: asEpochMs(times[i]!),
+          text,
+          value: i === 3 ? null : -i / 3,
+        })),
+      });
+      const [me] = await store.listEntities({ includeDeleted: false });
+      const page = await store.listSamples({
+        entity: me!.id,
+        cell: { sampler: "s", samplerType: null, dataview: "d", row: "r", column: "c" },
+        skip: 0,
+        limit: 10,
+      });
+      assert.equal(page.totalCount, texts.length);
+      assert.deepEqual(
+        page.samples.map((x) => [x.at, x.text]),
+        texts.map((text, i) => [times[i], text]),
+      );
+      await store.close();
+    });
+
+    it("text holding U+0000 is a StoreDataError, and the transaction stays usable", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      await store.transaction(async (tx) => {
+        const bad = batch("2024-05-01T10:00:00Z", 1);
+        await assert.rejects(
+          tx.write({ ...bad, samples: bad.samples.map((s) => ({ ...s, text: "a\u0000b" })) }),
+          StoreDataError,
+        );
+        await tx.write(batch("2024-05-01T10:00:00Z", 1));
+      });
+      assert.equal((await store.listEntities({ includeDeleted: false })).length, 1);
+      await store.close();
+    });
+
+    it("ids beyond the integer range name nothing", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      assert.equal(await store.getEntity(asEntityId(2_147_483_648)), undefined);
+      assert.deepEqual(await store.listSeries(asEntityId(2_147_483_648)), []);
+      assert.deepEqual(await store.listEvents({ entity: asEntityId(2_147_483_648), limit: 5 }), []);
+      await store.close();
+    });
+
+    it("migrate is idempotent, and a zone PostgreSQL does not know is a 400 on zoneId", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      await store.ingest(batch("2024-05-01T10:00:00Z", 1));
+      await store.migrate();
+      const entities = await store.listEntities({ includeDeleted: false });
+      assert.equal(entities.length, 1);
+      await assert.rejects(
+        store.queryMetrics({
+          entities,
+          from: asEpochMs(Date.parse("2024-05-01T00:00:00Z")),
+          to: asEpochMs(Date.parse("2024-05-02T00:00:00Z")),
+          zone: "Mars/Olympus_Mons",
+          bucket: { kind: "day" },
+          metrics: [
+            {
+              identifier: "m",
+              include: [{ sampler: "s", samplerType: null, dataview: "d", row: null, column: "c" }],
+            },
+          ],
+          aggregations: [{ label: "n", name: "svc.count" }],
+          grouping: [],
+          timeWindows: [],
+        }),
+        (e: Error) => e.name === "VigilError" && /zoneId|time zone/.test(e.message),
+      );
+      await store.close();
+    });
+
+    it("rejects calls after close", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      await store.close();
+      await assert.rejects(store.listEntities({ includeDeleted: false }), /closed/);
+      await assert.rejects(store.ping(), /closed/);
+      await assert.rejects(
+        store.transaction(async () => undefined),
+        /closed/,
+      );
+    });
+  });
+}
