@@ -19,11 +19,15 @@ import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { registerAuth } from "./auth/auth.js";
 import { registerEntityRoutes } from "./http/entities-routes.js";
+import { registerEventRoutes } from "./http/events-routes.js";
 import { registerMessageRoutes } from "./http/messages-routes.js";
 import { registerMetricRoutes } from "./http/metrics-routes.js";
+import { HUB_OPENAPI } from "./http/openapi.js";
+import { loadHubTls } from "./hub-tls.js";
 import { DeadLetterFile } from "./ingest/dead-letter.js";
 import { Ingester } from "./ingest/ingester.js";
 import { columnSchemaLookup } from "./query/column-schema.js";
+import { samplerPluginLookup } from "./query/metric-names.js";
 import type { Store } from "./store/store.js";
 
 export interface HubOptions {
@@ -53,7 +57,9 @@ export interface Hub {
 export async function buildHub(options: HubOptions): Promise<Hub> {
   const { setup, store, consumer } = options;
   const log = options.logger.child({ component: "hub" });
-  const http = createHttpApp({ logger: log });
+  // Both hub.tls files set: HTTPS only (DESIGN 2); read before anything starts, so a bad file stops the start.
+  const tls = loadHubTls(setup.hub.tls);
+  const http = createHttpApp({ logger: log, ...(tls === undefined ? {} : { https: tls }) });
   const ingester = new Ingester(store, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
   // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:
@@ -84,8 +90,11 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
       ...(consumer === undefined ? {} : { consumer: consumer.status() }),
     }),
   });
-  registerEntityRoutes(http, store);
-  registerMetricRoutes(http, store, columnSchemaLookup(setup));
+  const columnSchema = columnSchemaLookup(setup);
+  registerEntityRoutes(http, store, { columnSchema, samplerPlugin: samplerPluginLookup(setup) });
+  registerMetricRoutes(http, store, columnSchema);
+  registerEventRoutes(http, store);
+  resource(http, "/v0/openapi.json", { GET: async () => HUB_OPENAPI });
   await registerMessageRoutes(http, ingester, memory);
 
   let consuming = false;
@@ -100,7 +109,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
         await consumer.start(handle);
         consuming = true;
       }
-      return listen(http, port, host);
+      return listen(http, port, host, tls === undefined ? "http" : "https");
     },
     async stop(deadlineMs = STOP_DEADLINE_MS) {
       const until = Date.now() + deadlineMs;

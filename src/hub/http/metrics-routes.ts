@@ -7,22 +7,29 @@ import type { ColumnSchema } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
 import { AGGREGATIONS } from "../query/aggregations.js";
-import { compareCodePoints } from "../query/filter/filter.js";
-import { parseMetricQuery } from "../query/metric-query.js";
+import { parseCellReference, parseMetricQuery } from "../query/metric-query.js";
+import { checkMetricQueryShape } from "../query/metric-query-schema.js";
 import { buildMetricResponse } from "../query/metric-response.js";
 import type { CellSelector, Store } from "../store/store.js";
-import { entityIdParam, selectEntities } from "./entities-routes.js";
+import { asBadRequest, selectEntities } from "./entities-routes.js";
+import { entityIdParam, integerParam, queryParam, timeParam } from "./query-params.js";
 
-/** `/`, `{` and `}` inside a name are escaped so the reference splits back into its segments. */
-const escapeSegment = (name: string): string => name.replaceAll("%", "%25").replaceAll("/", "%2F");
+/** Samples `…/metrics/data` returns when `limit` is absent. */
+export const DEFAULT_DATA_LIMIT = 1_000; // samples
+/** The largest `limit` of `…/metrics/data`. */
+export const MAX_DATA_LIMIT = 10_000; // samples
+/** The largest `skip` of `…/metrics/data`: beyond it a client should narrow `from`/`to` instead. */
+export const MAX_DATA_SKIP = 10_000_000; // samples
 
-/** Registers /v0/metrics/query, /v1alpha/metrics/query, /v0/metrics/aggregations, /v0/entities/{id}/metrics. */
+/** Registers /v0/metrics/query, /v1alpha/metrics/query, /v0/metrics/aggregations, /v0/entities/{id}/metrics/data. */
 export function registerMetricRoutes(
   app: FastifyInstance,
   store: Store,
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
 ): void {
   const query = async (request: { body: unknown }) => {
+    // The shape first, against the schema the OpenAPI document publishes; then the meaning.
+    checkMetricQueryShape(request.body);
     const parsed = parseMetricQuery(request.body);
     const entities = await selectEntities(store, parsed.entityFilter, false);
     const rows = entities.length === 0 ? [] : await store.queryMetrics({ ...parsed, entities });
@@ -34,27 +41,41 @@ export function registerMetricRoutes(
 
   resource(app, "/v0/metrics/aggregations", { GET: async () => AGGREGATIONS });
 
-  resource(app, "/v0/entities/:id/metrics", {
+  // Raw values of one concrete cell or headline (DESIGN 5.1): values as published, as strings.
+  resource(app, "/v0/entities/:id/metrics/data", {
     GET: async (request) => {
       const id = entityIdParam(request);
-      if ((await store.getEntity(id)) === undefined) throw new VigilError("ENTITY_NOT_FOUND", { id });
-      const seen = new Map<string, { name: string; type: string; unit: string }>();
-      for (const { series } of await store.listSeries(id)) {
-        const sampler =
-          series.samplerType === "" ? series.sampler : `${series.sampler}(${series.samplerType})`;
-        const row = series.row === "" ? "" : "{rowname}";
-        const name = [sampler, series.dataview, row, series.column].map(escapeSegment).join("/");
-        if (seen.has(name)) continue;
-        const schema = columnSchema({
-          sampler: series.sampler,
-          samplerType: series.samplerType,
-          dataview: series.dataview,
-          row: series.row === "" ? "" : null,
-          column: series.column,
+      const path = queryParam(request, "path");
+      if (path === undefined || path === "") {
+        throw new VigilError("BAD_REQUEST", {
+          detail:
+            "path is required: one cell <sampler>/<dataview>/<row>/<column> (an empty row for a headline).",
         });
-        seen.set(name, { name, type: schema?.type ?? "float64", unit: schema?.unit ?? "none" });
       }
-      return [...seen.values()].sort((a, b) => compareCodePoints(a.name, b.name));
+      const cell = asBadRequest(() => parseCellReference(path, "path"));
+      if (cell.row === null) {
+        throw new VigilError("BAD_REQUEST", {
+          detail: "path: {rowname} selects many rows; name one row (list them with …/metrics/rows).",
+        });
+      }
+      const from = timeParam(request, "from");
+      const to = timeParam(request, "to");
+      const skip = integerParam(request, "skip", 0, MAX_DATA_SKIP);
+      // 0 means "default", as for a Go client that leaves the field at its zero value.
+      const limit = integerParam(request, "limit", DEFAULT_DATA_LIMIT, MAX_DATA_LIMIT) || DEFAULT_DATA_LIMIT;
+      if ((await store.getEntity(id)) === undefined) throw new VigilError("ENTITY_NOT_FOUND", { id });
+      const page = await store.listSamples({
+        entity: id,
+        cell,
+        ...(from === undefined ? {} : { from }),
+        ...(to === undefined ? {} : { to }),
+        skip,
+        limit,
+      });
+      return {
+        totalCount: page.totalCount,
+        values: page.samples.map((s) => ({ timestamp: new Date(s.at).toISOString(), value: s.text })),
+      };
     },
   });
 }

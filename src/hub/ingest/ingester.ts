@@ -316,7 +316,27 @@ function check(delivery: Delivery): PublicV2Message | string {
   if (!result.ok) return `not a public-v2 message: ${result.errors.join("; ")}`;
   const bad = illFormedString(result.message);
   if (bad !== undefined) return `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}`;
+  const time = unstorableTime(result.message);
+  if (time !== undefined) return time;
   return result.message;
+}
+
+/**
+ * Why the message's own time cannot be stored, if it cannot. RFC 3339 allows a leap second
+ * (`…T23:59:60Z`) and the schema's date-time format accepts it, but stored times are UTC epoch
+ * milliseconds, which have no 61st second. The message is rejected alone, with this reason, rather
+ * than moved to another instant: values pass through as sent or not at all (issue 9; see
+ * docs/hub-api.md). Only this message is refused; the rest of its batch is stored.
+ */
+function unstorableTime(message: PublicV2Message): string | undefined {
+  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
+  const [field, text] =
+    typeof data.sampleTime === "string" ? ["sampleTime", data.sampleTime] : ["timestamp", data.timestamp];
+  if (typeof text !== "string" || Number.isFinite(Date.parse(text))) return undefined;
+  const leap = /T\d{2}:\d{2}:60/i.test(text);
+  return leap
+    ? `/data/${field}: '${text}' is a leap second, which vigil cannot store (times are UTC milliseconds); send 23:59:59.999 or the next second instead`
+    : `/data/${field}: '${text}' is not a time vigil can store`;
 }
 
 /** The JSON pointer of the first string (key or value) holding a lone surrogate, if any. */

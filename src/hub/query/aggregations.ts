@@ -6,8 +6,18 @@
 import { VigilError } from "../../errors/catalog.js";
 import { type Aggregation, type AggregationName, MAX_PERCENTILE_DECIMALS } from "../store/store.js";
 
+/**
+ * One parameter of an aggregation. Every value is a string: ITRS's Go client (`cordial/pkg/gwhub`)
+ * decodes `parameters` as a list of string maps (DESIGN 5.1), so `type` names the Go-style type.
+ */
+export interface AggregationParameter {
+  readonly name: string;
+  readonly type: string;
+  readonly description: string;
+}
+
 export interface AggregationInfo {
-  readonly parameters: readonly string[];
+  readonly parameters: readonly AggregationParameter[];
   readonly description: string;
 }
 
@@ -26,7 +36,14 @@ export const AGGREGATIONS: Readonly<Record<AggregationName, AggregationInfo>> = 
   "svc.first": { parameters: [], description: "Value of the sample with the earliest timestamp." },
   "svc.last": { parameters: [], description: "Value of the sample with the latest timestamp." },
   "svc.percentile": {
-    parameters: ["p"],
+    parameters: [
+      {
+        name: "p",
+        type: "float64",
+        description:
+          "The percentile as a fraction from 0 to 1, written as a plain decimal (0.95 for the 95th).",
+      },
+    ],
     description:
       "Exact percentile, nearest rank: the value at 1-based position ceil(p*n) of the sorted values, " +
       "with 0 <= p <= 1 written as a decimal, e.g. svc.percentile(0.95); p = 0 gives the minimum.",
@@ -74,7 +91,7 @@ export function parseAggregation(text: string, index: number): Aggregation {
     }
     throw fail(`unknown aggregation '${text}'; known: ${NAMES.join(", ")} (as svc.percentile(p))`);
   }
-  const parameters = AGGREGATIONS[name].parameters;
+  const parameters = AGGREGATIONS[name].parameters.map((parameter) => parameter.name);
   if (call === null) {
     if (parameters.length > 0) {
       throw fail(`${name} needs its parameter ${parameters.join(", ")}, e.g. ${name}(0.95)`);

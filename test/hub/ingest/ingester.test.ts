@@ -43,6 +43,10 @@ class FakeStore {
       listSeries: async () => [],
       listEvents: async () => [],
       queryMetrics: async () => [],
+      latestSeverities: async () => [],
+      listSamples: async () => ({ totalCount: 0, samples: [] }),
+      listMetricNames: async () => [],
+      listRowNames: async () => [],
       close: async () => {},
       ping: async () => {
         if (this.down > 0) throw new Error("connection refused");

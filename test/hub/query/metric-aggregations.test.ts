@@ -19,7 +19,15 @@ describe("AGGREGATIONS", () => {
       "svc.var",
     ]);
     for (const [name, info] of Object.entries(AGGREGATIONS)) {
-      assert.deepEqual(info.parameters, name === "svc.percentile" ? ["p"] : [], name);
+      assert.deepEqual(
+        info.parameters.map((p) => p.name),
+        name === "svc.percentile" ? ["p"] : [],
+        name,
+      );
+      // cordial/pkg/gwhub decodes each parameter as a map of strings.
+      for (const parameter of info.parameters) {
+        for (const value of Object.values(parameter)) assert.equal(typeof value, "string", name);
+      }
       assert.ok(info.description.length > 0, name);
     }
   });

@@ -1,0 +1,97 @@
+/**
+ * Metric names as the hub lists them (DESIGN 5.1 `GET /v0/entities/{id}/metrics` and
+ * `/v0/entities/metrics`): cell references with `{rowname}` for table columns and an empty row for
+ * headlines, written so that `parseCellReference` (metric-query.ts) reads each back to the same
+ * cells, with the column's type and unit from the setup's data schema.
+ */
+import type { ColumnSchema, Setup } from "../../config/setup.js";
+import type { CellSelector, MetricName } from "../store/store.js";
+import { compareCodePoints } from "./filter/filter.js";
+
+/** One listed metric. */
+export interface MetricInfo {
+  readonly name: string;
+  readonly type: string;
+  readonly unit: string;
+}
+
+/** Escapes what would change how a segment is read: `%`, `/`, wildcards, and `(` `)` of a sampler. */
+function escapeSegment(name: string): string {
+  return name
+    .replaceAll("%", "%25")
+    .replaceAll("/", "%2F")
+    .replaceAll("{", "%7B")
+    .replaceAll("}", "%7D")
+    .replaceAll("*", "%2A")
+    .replaceAll("(", "%28")
+    .replaceAll(")", "%29");
+}
+
+/**
+ * The cell reference `<sampler>[(<type>)]/<dataview>/<row>/<column>`: `row` null is `{rowname}`,
+ * "" a headline. A sampler without a type is written without parentheses.
+ */
+export function cellReference(cell: {
+  readonly sampler: string;
+  readonly samplerType: string;
+  readonly dataview: string;
+  readonly row: string | null;
+  readonly column: string;
+}): string {
+  const sampler =
+    cell.samplerType === ""
+      ? escapeSegment(cell.sampler)
+      : `${escapeSegment(cell.sampler)}(${escapeSegment(cell.samplerType)})`;
+  const row = cell.row === null ? "{rowname}" : escapeSegment(cell.row);
+  return [sampler, escapeSegment(cell.dataview), row, escapeSegment(cell.column)].join("/");
+}
+
+/**
+ * The distinct metrics of `names`, sorted by name in code-point order, each with the type and unit
+ * its column declares (float64 and none when undeclared); `keep` drops names first (the plugin
+ * filter).
+ */
+export function metricList(
+  names: readonly MetricName[],
+  columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
+  keep: (name: MetricName) => boolean = () => true,
+): MetricInfo[] {
+  const seen = new Map<string, MetricInfo>();
+  for (const metric of names) {
+    if (!keep(metric)) continue;
+    const row = metric.headline ? "" : null;
+    const name = cellReference({ ...metric, row });
+    if (seen.has(name)) continue;
+    const schema = columnSchema({
+      sampler: metric.sampler,
+      samplerType: metric.samplerType,
+      dataview: metric.dataview,
+      row,
+      column: metric.column,
+    });
+    seen.set(name, { name, type: schema?.type ?? "float64", unit: schema?.unit ?? "none" });
+  }
+  return [...seen.values()].sort((a, b) => compareCodePoints(a.name, b.name));
+}
+
+/**
+ * A lookup of a sampler's plug-in (`rest-api`, `fkm`) by entity and sampler, from the setup file:
+ * the stored series do not carry the plug-in name, and the setup is where the hub reads units too
+ * (DESIGN 5.3). Keyed by probe, managed entity and sampler name (and type when the sampler has one);
+ * undefined for a sampler the setup does not list.
+ */
+export function samplerPluginLookup(
+  setup: Setup,
+): (probe: string, managedEntity: string, sampler: string, samplerType: string) => string | undefined {
+  const plugins = new Map<string, string>();
+  for (const probe of setup.probes) {
+    for (const entity of probe.managedEntities) {
+      for (const sampler of entity.samplers) {
+        const key = JSON.stringify([probe.name, entity.name, sampler.name, sampler.type]);
+        if (!plugins.has(key)) plugins.set(key, sampler.plugin);
+      }
+    }
+  }
+  return (probe, managedEntity, sampler, samplerType) =>
+    plugins.get(JSON.stringify([probe, managedEntity, sampler, samplerType]));
+}
