@@ -8,6 +8,7 @@ import type { MemoryBus } from "../bus/memory-bus.js";
 import { createNatsConsumer } from "../bus/nats/nats-consumer.js";
 import { DEFAULT_NATS_STREAM, DEFAULT_NATS_SUBJECT_PREFIX } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
+import { preparePrivateDir } from "../fs/private-files.js";
 import { buildHub } from "../hub/app.js";
 import { openStore } from "../hub/store/open-store.js";
 import type { RunningService } from "./service.js";
@@ -39,6 +40,8 @@ export function natsNames(setup: Setup): { stream: string; subjectPrefix: string
 /** Opens the store, starts consuming and listens; resolves once the hub serves. */
 export async function startHubService(options: HubServiceOptions): Promise<RunningService> {
   const { setup, logger } = options;
+  // Data dir 0700 and files 0600 (umask 0077), before the store creates its files (issue 10).
+  await preparePrivateDir(options.dataDir);
   const store = await openStore(options.storeUrl, options.dataDir, {
     maxSeriesPerEntity: setup.hub.maxSeriesPerEntity,
   });

@@ -8,16 +8,20 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { DEFAULT_TOKEN_AUDIENCE, DEFAULT_TOKEN_ISSUER, JWKS_URL } from "../../auth/token-claims.js";
 import type { HubSetup } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
+import { checkDataDirModes } from "../../fs/private-files.js";
 import { sendError } from "../../http/error-handler.js";
 import { resource } from "../../http/routes.js";
 import { AppKeys } from "./app-keys.js";
-import { REALM } from "./client-auth.js";
+import { type AttemptLimitOptions, AttemptLimits } from "./attempt-limits.js";
+import { ClientAuthenticator, REALM } from "./client-auth.js";
 import { parseAuthorization } from "./credentials.js";
+import { type BindingLoad, setUpKerberos } from "./kerberos.js";
 import { OAUTH2_TOKEN_URLS, registerOAuth2Routes } from "./oauth2-routes.js";
 import { RefreshTokens } from "./refresh-tokens.js";
 import { loadSigningKey } from "./signing-key.js";
 import { TokenIssuer } from "./token-issuer.js";
 import { registerTokenRoutes } from "./token-routes.js";
+import { WorkLimiter, type WorkLimiterOptions } from "./work-limiter.js";
 
 /** URL prefixes that need a bearer token when security is enabled (DESIGN 5.4). */
 const PROTECTED_PREFIXES = ["/v0", "/v1alpha"] as const;
@@ -32,6 +36,14 @@ export interface AuthOptions {
   readonly issuer?: string;
   /** `aud` of issued tokens; default DEFAULT_TOKEN_AUDIENCE ("vigil"). */
   readonly audience?: string;
+  /** Rate limits and lockout of the token endpoints; defaults from src/config/defaults.ts. */
+  readonly limits?: AttemptLimitOptions;
+  /** Concurrency of secret checks (scrypt, Kerberos accept); defaults from src/config/defaults.ts. */
+  readonly checks?: WorkLimiterOptions;
+  /** How long a verified application-key secret skips scrypt; default VERIFIED_SECRET_TTL_MS. */
+  readonly verifiedTtlMs?: number;
+  /** The Kerberos binding, for tests that simulate one that does not load; default the real one. */
+  readonly kerberosBinding?: BindingLoad;
 }
 
 /** What the rest of the hub needs from authentication. */
@@ -61,8 +73,9 @@ function unauthorized(tokenWasSent: boolean, cause?: unknown): VigilError {
 
 /**
  * Sets up hub authentication on `app` and returns the token verifier. It loads or creates the
- * Ed25519 signing key in `<dataDir>/keys/hub-signing-key.json`, hashes the configured application
- * keys (scrypt), and registers `GET /token`, `GET /authorize`, `POST /oauth2/token`,
+ * Ed25519 signing key in `<dataDir>/keys/hub-signing-key.json`, warns about data dir entries other
+ * users can read, hashes the configured application keys (scrypt), sets up Kerberos SPNEGO when
+ * the setup enables it and the binding loads (logging why not otherwise), and registers `GET /token`, `GET /authorize`, `POST /oauth2/token`,
  * `POST /v0/oauth2/token` and `GET /.well-known/jwks.json`; these work whenever application keys
  * exist, whatever `security.enabled` says. With `security.enabled`, it adds an `onRequest` hook
  * answering 401 UNAUTHORIZED with a Bearer challenge to any `/v0` or `/v1alpha` request without a
@@ -73,8 +86,15 @@ function unauthorized(tokenWasSent: boolean, cause?: unknown): VigilError {
 export async function registerAuth(app: FastifyInstance, options: AuthOptions): Promise<AuthService> {
   const { security } = options;
   const log = app.log.child({ component: "auth" });
-  const key = await loadSigningKey(options.dataDir, (message) => log.warn(message));
-  const appKeys = await AppKeys.create(security.appKeys);
+  const warn = (message: string) => log.warn(message);
+  const key = await loadSigningKey(options.dataDir, warn);
+  await checkDataDirModes(options.dataDir, warn);
+  const limiter = new WorkLimiter(options.checks);
+  const appKeys = await AppKeys.create(security.appKeys, {
+    limiter,
+    ...(options.verifiedTtlMs === undefined ? {} : { verifiedTtlMs: options.verifiedTtlMs }),
+    ...(options.limits?.now === undefined ? {} : { now: options.limits.now }),
+  });
   const refreshTokens = new RefreshTokens();
   const issuer = new TokenIssuer({
     key,
@@ -83,18 +103,28 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
     audience: options.audience ?? DEFAULT_TOKEN_AUDIENCE,
     tokenLifetime: security.tokenLifetime,
   });
-  const kerberosEnabled = security.kerberos.enabled;
-  if (kerberosEnabled) {
-    log.warn("hub.security.kerberos is enabled but SPNEGO is not available; Negotiate requests get 401");
+  const kerberos = await setUpKerberos(security.kerberos, warn, options.kerberosBinding);
+  if (kerberos.state === "unavailable") {
+    log.warn(
+      `hub.security.kerberos is enabled but SPNEGO is off: ${kerberos.reason}; Negotiate requests get 401`,
+    );
+  } else if (kerberos.state === "on") {
+    log.info({ servicePrincipal: security.kerberos.servicePrincipal }, "Kerberos SPNEGO is on");
   }
+  const clients = new ClientAuthenticator({
+    appKeys,
+    limits: new AttemptLimits(options.limits),
+    kerberos,
+    limiter,
+  });
   if (security.enabled && appKeys.size === 0) {
     log.warn("hub security is enabled but no application key is configured; no token can be issued");
   }
 
   const jwks = { keys: [key.publicJwk] };
   resource(app, JWKS_URL, { GET: async () => jwks });
-  registerTokenRoutes(app, { appKeys, issuer, kerberosEnabled });
-  await registerOAuth2Routes(app, { appKeys, issuer, refreshTokens, kerberosEnabled });
+  registerTokenRoutes(app, { clients, issuer });
+  await registerOAuth2Routes(app, { clients, issuer, refreshTokens });
 
   const service: AuthService = {
     async verify(token) {

@@ -1,9 +1,12 @@
 /**
  * Refresh tokens (DESIGN 5.4: "Refresh tokens rotate on use"). A refresh token is an opaque random
  * string; the hub keeps only its SHA-256 hash with the subject and expiry, so a memory dump shows
- * no usable token. Spending a token removes it (RFC 6749 §6 and RFC 9700 §4.14.2: rotation).
+ * no usable token. Spending a token removes it (RFC 6749 §6 and RFC 9700 §4.14.2: rotation). Each
+ * token remembers how its client authenticated, so that only that client, authenticated the same
+ * way, can spend it (RFC 6749 §6).
  */
 import { createHash, randomBytes } from "node:crypto";
+import type { ClientMethod } from "./client-auth.js";
 
 /** How long an unspent refresh token stays valid. */
 export const REFRESH_TOKEN_LIFETIME_MS = 8 * 60 * 60 * 1000; // 8 hours
@@ -11,8 +14,13 @@ export const REFRESH_TOKEN_LIFETIME_MS = 8 * 60 * 60 * 1000; // 8 hours
 export const MAX_REFRESH_TOKENS = 100_000; // tokens
 const REFRESH_TOKEN_BYTES = 32; // bytes of randomness, 256 bits
 
-interface Entry {
+/** The client a refresh token was issued to. */
+export interface TokenOwner {
   readonly sub: string;
+  readonly method: ClientMethod;
+}
+
+interface Entry extends TokenOwner {
   readonly expiresAt: number; // epoch ms
 }
 
@@ -50,29 +58,43 @@ export class RefreshTokens {
   }
 
   /**
-   * Issues a new refresh token for `sub`: 32 random bytes, base64url. Expired tokens at the head of
-   * the queue are dropped first, then the oldest live ones while the cap is exceeded.
+   * Issues a new refresh token for `owner`: 32 random bytes, base64url. Expired tokens at the head
+   * of the queue are dropped first, then the oldest live ones while the cap is exceeded.
    */
-  issue(sub: string): string {
+  issue(owner: TokenOwner): string {
     const now = this.now();
     for (const [hash, entry] of this.entries) {
       if (entry.expiresAt > now && this.entries.size < this.maxTokens) break;
       this.entries.delete(hash);
     }
     const token = randomBytes(REFRESH_TOKEN_BYTES).toString("base64url");
-    this.entries.set(digest(token), { sub, expiresAt: now + this.lifetimeMs });
+    this.entries.set(digest(token), {
+      sub: owner.sub,
+      method: owner.method,
+      expiresAt: now + this.lifetimeMs,
+    });
     return token;
   }
 
   /**
-   * Spends a refresh token: removes it and returns its subject, or undefined when the token is
+   * The owner of a live refresh token, without spending it; undefined when the token is unknown,
+   * spent, evicted or expired. Lets a caller check the client before spending (RFC 6749 §6).
+   */
+  owner(token: string): TokenOwner | undefined {
+    const entry = this.entries.get(digest(token));
+    if (entry === undefined || entry.expiresAt <= this.now()) return undefined;
+    return { sub: entry.sub, method: entry.method };
+  }
+
+  /**
+   * Spends a refresh token: removes it and returns its owner, or undefined when the token is
    * unknown, already spent, evicted or expired. A token can be spent once only.
    */
-  spend(token: string): { readonly sub: string } | undefined {
+  spend(token: string): TokenOwner | undefined {
     const hash = digest(token);
     const entry = this.entries.get(hash);
     if (entry === undefined) return undefined;
     this.entries.delete(hash);
-    return entry.expiresAt > this.now() ? { sub: entry.sub } : undefined;
+    return entry.expiresAt > this.now() ? { sub: entry.sub, method: entry.method } : undefined;
   }
 }

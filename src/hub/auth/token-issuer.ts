@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { jwtVerify, SignJWT } from "jose";
-import type { RefreshTokens } from "./refresh-tokens.js";
+import type { RefreshTokens, TokenOwner } from "./refresh-tokens.js";
 import { SIGNING_ALGORITHM, type SigningKey } from "./signing-key.js";
 
 /** A fresh access and refresh token pair. */
@@ -32,10 +32,12 @@ export class TokenIssuer {
   constructor(private readonly options: TokenIssuerOptions) {}
 
   /**
-   * Issues a new pair for `sub`: an access token expiring `tokenLifetime` seconds from now and a
-   * new refresh token. `iat` and `exp` are whole epoch seconds (RFC 7519 NumericDate).
+   * Issues a new pair for `owner`: an access token for `owner.sub` expiring `tokenLifetime` seconds
+   * from now and a new refresh token that only `owner` can spend. `iat` and `exp` are whole epoch
+   * seconds (RFC 7519 NumericDate).
    */
-  async issue(sub: string): Promise<IssuedTokens> {
+  async issue(owner: TokenOwner): Promise<IssuedTokens> {
+    const { sub } = owner;
     const { key, issuer, audience, tokenLifetime } = this.options;
     const issuedAt = Math.floor(Date.now() / 1000);
     const expires = issuedAt + tokenLifetime;
@@ -52,7 +54,7 @@ export class TokenIssuer {
       accessToken,
       expires,
       expiresIn: tokenLifetime,
-      refreshToken: this.options.refreshTokens.issue(sub),
+      refreshToken: this.options.refreshTokens.issue(owner),
     };
   }
 

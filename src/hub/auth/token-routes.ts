@@ -1,20 +1,45 @@
 /**
  * `GET /token` and `GET /authorize` (seed "Authentication" A.3, A.5; DESIGN 5.4): a client
- * authenticates with HTTP Basic and receives `{access_token, token_type, refresh_token, expires}`.
- * Errors use vigil's `{status, title, body}` shape (DESIGN 3.2).
+ * authenticates with HTTP Basic or Kerberos SPNEGO and receives
+ * `{access_token, token_type, refresh_token, expires}`. Errors use vigil's `{status, title, body}`
+ * shape (DESIGN 3.2): 401 CLIENT_UNAUTHORIZED naming the schemes to use, 429 TOO_MANY_REQUESTS
+ * past the rate limits or in a lockout, 503 when too many secret checks wait (docs/security.md).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { RETRY_AFTER_SECONDS } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
-import type { AppKeys } from "./app-keys.js";
-import { authenticateHeader, clientChallenge } from "./client-auth.js";
+import { type ClientAuthenticator, type ClientAuthResult, TooManyAttemptsError } from "./client-auth.js";
 import { parseAuthorization } from "./credentials.js";
 import type { TokenIssuer } from "./token-issuer.js";
+import { WorkQueueFullError } from "./work-limiter.js";
 
 export interface TokenRouteContext {
-  readonly appKeys: AppKeys;
+  readonly clients: ClientAuthenticator;
   readonly issuer: TokenIssuer;
-  readonly kerberosEnabled: boolean;
+}
+
+/**
+ * The vigil error for a request the limits refused: 429 with `Retry-After` for a rate limit or a
+ * lockout, 503 with `Retry-After` when the secret-check queue is full; undefined for other errors.
+ */
+export function limitError(error: unknown): VigilError | undefined {
+  if (error instanceof TooManyAttemptsError) {
+    const seconds = error.retryAfterSeconds;
+    return new VigilError(
+      "TOO_MANY_REQUESTS",
+      { detail: error.message, seconds },
+      { cause: error, headers: { "Retry-After": String(seconds) } },
+    );
+  }
+  if (error instanceof WorkQueueFullError) {
+    return new VigilError(
+      "SERVICE_UNAVAILABLE",
+      { detail: "Too many credential checks are waiting; retry shortly." },
+      { cause: error, headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } },
+    );
+  }
+  return undefined;
 }
 
 /** The body of a successful `GET /token` or `GET /authorize`. */
@@ -54,17 +79,35 @@ async function issueForHeader(
   ) {
     throw badRequest("Query parameter 'client_id' differs from the client id of the Basic credentials.");
   }
-  const result = await authenticateHeader(context.appKeys, credentials);
-  if (!result.ok) {
-    const clientId = credentials.kind === "basic" ? credentials.user : undefined;
-    request.log.info({ clientId, reason: result.reason }, "token request refused");
+  const { clients } = context;
+  const clientId = credentials.kind === "basic" ? credentials.user : undefined;
+  let result: ClientAuthResult | undefined;
+  try {
+    const address = clients.admit(request.ip);
+    result = await clients.header(credentials);
+    clients.settle(address, result);
+  } catch (error) {
+    const refusal = limitError(error);
+    if (refusal === undefined) throw error;
+    request.log.info({ clientId, reason: refusal.message }, "token request refused");
+    throw refusal;
+  }
+  if (result?.ok !== true) {
+    request.log.info(
+      { clientId, scheme: credentials.kind, reason: result?.reason ?? "no Authorization header" },
+      "token request refused",
+    );
     throw new VigilError(
-      "UNAUTHORIZED",
-      {},
-      { headers: { "WWW-Authenticate": clientChallenge(context.kerberosEnabled) } },
+      "CLIENT_UNAUTHORIZED",
+      { detail: clients.schemes() },
+      { headers: { "WWW-Authenticate": clients.challenge() } },
     );
   }
-  const tokens = await context.issuer.issue(result.sub);
+  // RFC 4559 §5: the server's last SPNEGO token goes back with the success (mutual authentication).
+  if (result.negotiateResponse !== undefined) {
+    reply.header("WWW-Authenticate", `Negotiate ${result.negotiateResponse}`);
+  }
+  const tokens = await context.issuer.issue({ sub: result.sub, method: result.method });
   reply.header("Cache-Control", "no-store"); // RFC 6749 §5.1: tokens must not be cached
   return {
     access_token: tokens.accessToken,
@@ -78,8 +121,8 @@ async function issueForHeader(
 /**
  * Registers `GET /token` and `GET /authorize` (each with 405 for other methods). `/authorize` needs
  * `response_type=token` (400 otherwise), rejects a `client_id` that is not the Basic user (400),
- * and echoes `state`. A failed authentication is 401 UNAUTHORIZED with a Basic challenge, plus
- * Negotiate when Kerberos is enabled.
+ * and echoes `state`. A failed authentication is 401 CLIENT_UNAUTHORIZED with a Basic challenge,
+ * preceded by Negotiate when SPNEGO is on.
  */
 export function registerTokenRoutes(app: FastifyInstance, context: TokenRouteContext): void {
   resource(app, "/token", {

@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { FastifyInstance } from "fastify";
 import { importJWK, type JWK, SignJWT } from "jose";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import type { HubSetup } from "../../../src/config/setup.js";
 import { resource } from "../../../src/http/routes.js";
 import { createHttpApp } from "../../../src/http/server.js";
-import { type AuthService, registerAuth } from "../../../src/hub/auth/auth.js";
+import { type AuthOptions, type AuthService, registerAuth } from "../../../src/hub/auth/auth.js";
 import { basicAuthorization } from "../../../src/hub/auth/credentials.js";
 
 const CLIENT = "reporting";
@@ -48,13 +48,28 @@ async function dataDir(): Promise<string> {
   return dir;
 }
 
+/** Limits no functional test reaches: each test of the limits sets its own. */
+const GENEROUS: NonNullable<AuthOptions["limits"]> = {
+  address: { burst: 1_000_000 },
+  client: { burst: 1_000_000 },
+};
+
 async function hub(
-  options: { security?: HubSetup["security"]; dataDir?: string } = {},
+  options: {
+    security?: HubSetup["security"];
+    dataDir?: string;
+    limits?: NonNullable<AuthOptions["limits"]>;
+    logger?: Logger;
+  } = {},
 ): Promise<{ app: FastifyInstance; auth: AuthService; dataDir: string }> {
   const dir = options.dataDir ?? (await dataDir());
-  const app = createHttpApp({ logger: pino({ level: "silent" }) });
+  const app = createHttpApp({ logger: options.logger ?? pino({ level: "silent" }) });
   apps.push(app);
-  const auth = await registerAuth(app, { security: options.security ?? security(), dataDir: dir });
+  const auth = await registerAuth(app, {
+    security: options.security ?? security(),
+    dataDir: dir,
+    limits: options.limits ?? GENEROUS,
+  });
   resource(app, "/v0/ping", { GET: async () => ({ status: "OK" }) });
   resource(app, "/v0/entities", { GET: async () => ({ entities: [] }) });
   resource(app, "/v1alpha/metrics/query", { POST: async () => ({ data: [] }) });
@@ -121,15 +136,18 @@ describe("GET /token and /authorize", () => {
     ["Basic that is not base64", { authorization: "Basic %%%" }],
     ["Basic with no credentials", { authorization: "Basic" }],
     ["unknown scheme", { authorization: "Digest username=reporting" }],
-    ["Negotiate while SPNEGO is not built", { authorization: "Negotiate YIIBhgYGKwYBBQUCoIIBejCCAXag" }],
+    ["Negotiate while Kerberos is disabled", { authorization: "Negotiate YIIBhgYGKwYBBQUCoIIBejCCAXag" }],
     ["a bearer token instead of a key", bearer("abc.def.ghi")],
   ];
   for (const [name, headers] of refusals) {
-    test(`/token refuses ${name} with 401, the seed title and a Basic challenge`, async () => {
+    test(`/token refuses ${name} with 401, the seed title, a Basic challenge and a body naming Basic`, async () => {
       const r = await call(app, "GET", "/token", headers);
       assert.equal(r.status, 401);
       assert.equal(r.body.title, UNAUTHORIZED_TITLE);
-      assert.match(String(r.body.body), /valid authorization token is needed/);
+      assert.equal(
+        r.body.body,
+        "Client authentication failed: send an application key as 'Authorization: Basic <base64 of client-id:secret>'.",
+      );
       assert.equal(r.headers["www-authenticate"], BASIC_CHALLENGE);
     });
   }
@@ -425,10 +443,17 @@ describe("POST /oauth2/token (RFC 6749)", () => {
     ],
     [
       "unknown refresh token",
-      FORM,
+      { ...FORM, ...basic(CLIENT, SECRET) },
       form({ grant_type: "refresh_token", refresh_token: "nope" }),
       400,
       "invalid_grant",
+    ],
+    [
+      "a refresh token without client authentication",
+      FORM,
+      form({ grant_type: "refresh_token", refresh_token: "nope" }),
+      401,
+      "invalid_client",
     ],
     ["malformed JSON", { "content-type": "application/json" }, "{", 400, "invalid_request"],
     ["a JSON array", { "content-type": "application/json" }, "[]", 400, "invalid_request"],
@@ -459,7 +484,7 @@ describe("POST /oauth2/token (RFC 6749)", () => {
         app,
         "POST",
         "/oauth2/token",
-        FORM,
+        { ...FORM, ...basic(CLIENT, SECRET) },
         form({ grant_type: "refresh_token", refresh_token: String(token) }),
       );
     const second = await spend(first.body.refresh_token);
@@ -482,11 +507,19 @@ describe("POST /oauth2/token (RFC 6749)", () => {
     extra: Record<string, string>,
     status: number,
   ][] = [
-    ["from /authorize with no client authentication", "/authorize?response_type=token", {}, {}, 200],
+    [
+      "from /authorize by its own client over Basic",
+      "/authorize?response_type=token",
+      basic(CLIENT, SECRET),
+      {},
+      200,
+    ],
     ["from /oauth2/token by its own client over Basic", "/oauth2/token", basic(CLIENT, SECRET), {}, 200],
-    ["with a matching client_id alone", "/token", {}, { client_id: CLIENT }, 200],
+    ["by its own client in the body", "/token", {}, { client_id: CLIENT, client_secret: SECRET }, 200],
+    ["with no client authentication", "/authorize?response_type=token", {}, {}, 401],
+    ["with a matching client_id alone", "/token", {}, { client_id: CLIENT }, 401],
     ["by another authenticated client", "/token", basic("other", "other-secret"), {}, 400],
-    ["with another client_id", "/token", {}, { client_id: "other" }, 400],
+    ["with another client_id", "/token", {}, { client_id: "other" }, 401],
     ["with a wrong client secret", "/token", basic(CLIENT, "x"), {}, 401],
   ];
   for (const [name, source, headers, extra, status] of refreshClients) {
@@ -510,6 +543,15 @@ describe("POST /oauth2/token (RFC 6749)", () => {
         form({ grant_type: "refresh_token", refresh_token: refreshToken, ...extra }),
       );
       assert.equal(r.status, status, JSON.stringify(r.body));
+      // RFC 6749 §6: a refused client never spends the owner's token.
+      const owner = await call(
+        app,
+        "POST",
+        "/v0/oauth2/token",
+        { ...FORM, ...basic(CLIENT, SECRET) },
+        form({ grant_type: "refresh_token", refresh_token: refreshToken }),
+      );
+      assert.equal(owner.status, status === 200 ? 400 : 200, JSON.stringify(owner.body));
     });
   }
 
