@@ -3,9 +3,13 @@
 import { Command } from "commander";
 import { formatSetupIssues, SetupError } from "../config/load-setup.js";
 import { VIGIL_VERSION } from "../version.js";
+import { registerEntities } from "./commands/entities.js";
 import { registerGateway } from "./commands/gateway.js";
 import { registerHub } from "./commands/hub.js";
 import { registerProbe } from "./commands/probe.js";
+import { registerQuery } from "./commands/query.js";
+import { registerReplay } from "./commands/replay.js";
+import { registerToken } from "./commands/token.js";
 import { registerUp } from "./commands/up.js";
 import { registerValidate } from "./commands/validate.js";
 
@@ -17,6 +21,10 @@ registerProbe(program);
 registerGateway(program);
 registerHub(program);
 registerValidate(program);
+registerToken(program);
+registerEntities(program);
+registerQuery(program);
+registerReplay(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   // A command's failure is reported in one readable message, never a stack trace.
