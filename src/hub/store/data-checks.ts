@@ -9,6 +9,7 @@
  * mid-transaction, which aborts the whole transaction. PostgreSQL refuses both.
  */
 
+import { DEFAULT_MAX_SERIES_PER_ENTITY, SERIES_CACHE_ENTRIES } from "../../config/defaults.js";
 import { loneSurrogateAt } from "../../text/well-formed.js";
 import type { EntityKey, EventInput, MessageKey, SeriesKey } from "./store.js";
 import { StoreDataError } from "./store.js";
@@ -100,4 +101,23 @@ function checkJson(what: string, value: unknown, depth: number): void {
     // (undefined is fine: JSON.stringify leaves the member out, which is what it means.)
     throw new StoreDataError(`${what} holds a ${typeof value}, which JSON cannot`);
   }
+}
+
+/** The series limits of a store's options with their defaults, checked (a programming error throws). */
+export function seriesLimits(options: {
+  readonly maxSeriesPerEntity?: number;
+  readonly seriesCacheEntries?: number;
+}): {
+  maxSeriesPerEntity: number;
+  seriesCacheEntries: number;
+} {
+  const maxSeriesPerEntity = options.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY;
+  const seriesCacheEntries = options.seriesCacheEntries ?? SERIES_CACHE_ENTRIES;
+  if (!Number.isSafeInteger(maxSeriesPerEntity) || maxSeriesPerEntity < 1) {
+    throw new RangeError(`maxSeriesPerEntity must be a positive integer, got ${maxSeriesPerEntity}`);
+  }
+  if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
+    throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
+  }
+  return { maxSeriesPerEntity, seriesCacheEntries };
 }

@@ -6,6 +6,7 @@
  * leave gaps, filled later by merging the neighbouring runs. The store reads the runs that touch a
  * batch's seqs, asks {@link planSeqClaim} what changes, and writes that back in the same transaction.
  */
+import type { MessageKey } from "./store.js";
 
 /** A run of stored seqs of one origin, both ends included. */
 export interface SeqRange {
@@ -99,4 +100,30 @@ function covered(runs: readonly SeqRange[], seq: number): boolean {
     else return true;
   }
   return false;
+}
+
+/** The message keys of one claim, split by kind: seqs grouped per origin, hashes, each with its index. */
+export interface ClaimGroups {
+  readonly origins: Map<string, { indexes: number[]; seqs: number[] }>;
+  readonly hashes: { index: number; hash: string }[];
+}
+
+/** Groups `keys` for a claim (both stores claim seqs per origin as ranges, hashes one by one). */
+export function groupMessageKeys(keys: readonly MessageKey[]): ClaimGroups {
+  const origins = new Map<string, { indexes: number[]; seqs: number[] }>();
+  const hashes: { index: number; hash: string }[] = [];
+  keys.forEach((key, index) => {
+    if (key.kind === "hash") {
+      hashes.push({ index, hash: key.hash });
+      return;
+    }
+    let group = origins.get(key.origin);
+    if (group === undefined) {
+      group = { indexes: [], seqs: [] };
+      origins.set(key.origin, group);
+    }
+    group.indexes.push(index);
+    group.seqs.push(key.seq);
+  });
+  return { origins, hashes };
 }

@@ -7,7 +7,7 @@
  */
 import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { checkMessageKey } from "../data-checks.js";
-import { planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { toNumber } from "./duckdb-append.js";
 
@@ -25,21 +25,7 @@ export async function claimMessageKeys(
 ): Promise<boolean[]> {
   for (const key of keys) checkMessageKey(key);
   const fresh = new Array<boolean>(keys.length).fill(false);
-  const origins = new Map<string, { indexes: number[]; seqs: number[] }>();
-  const hashes: { index: number; hash: string }[] = [];
-  keys.forEach((key, index) => {
-    if (key.kind === "hash") {
-      hashes.push({ index, hash: key.hash });
-      return;
-    }
-    let group = origins.get(key.origin);
-    if (group === undefined) {
-      group = { indexes: [], seqs: [] };
-      origins.set(key.origin, group);
-    }
-    group.indexes.push(index);
-    group.seqs.push(key.seq);
-  });
+  const { origins, hashes } = groupMessageKeys(keys);
   if (origins.size > 0) await claimSeqs(connection, origins, fresh);
   if (hashes.length > 0) await claimHashes(connection, hashes, fresh);
   return fresh;

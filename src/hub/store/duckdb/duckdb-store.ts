@@ -16,13 +16,10 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS } from "@duckdb/node-api";
-import {
-  DEFAULT_DUCKDB_MEMORY_LIMIT,
-  DEFAULT_MAX_SERIES_PER_ENTITY,
-  SERIES_CACHE_ENTRIES,
-} from "../../../config/defaults.js";
+import { DEFAULT_DUCKDB_MEMORY_LIMIT } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { seriesLimits } from "../data-checks.js";
 import { RecencyCache } from "../recency-cache.js";
 import { SerialQueue } from "../serial-queue.js";
 import type {
@@ -81,14 +78,7 @@ export interface DuckDbStoreOptions {
  * loads the entity cache; call it once before anything else.
  */
 export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<Store> {
-  const maxSeriesPerEntity = options.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY;
-  const seriesCacheEntries = options.seriesCacheEntries ?? SERIES_CACHE_ENTRIES;
-  if (!Number.isSafeInteger(maxSeriesPerEntity) || maxSeriesPerEntity < 1) {
-    throw new RangeError(`maxSeriesPerEntity must be a positive integer, got ${maxSeriesPerEntity}`);
-  }
-  if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
-    throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
-  }
+  const { maxSeriesPerEntity, seriesCacheEntries } = seriesLimits(options);
   const onDisk = options.path !== ":memory:";
   // The store holds every message's contents: its folder is 0700 and a file it creates 0600 (issue
   // 10; docs/security.md); an existing file keeps its mode, and the hub's start check warns if loose.

@@ -34,8 +34,8 @@ import {
   checkText,
   checkTime,
 } from "../data-checks.js";
+import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
-import { SerialQueue } from "../serial-queue.js";
 import {
   type EntityKey,
   type EntityUpsert,
@@ -117,23 +117,21 @@ interface SeriesSlot {
 /** DuckDB errors that depend on the data written, not on the state of the database. */
 const DATA_ERROR = /^(Conversion Error|Out of Range Error)\b/;
 
-export class DuckDbTransaction implements StoreTransaction {
+export class DuckDbTransaction extends QueuedTransaction implements StoreTransaction {
   readonly pending: PendingChanges = {
     entities: new Map(),
     series: new Map(),
     seriesCounts: new Map(),
     span: null,
   };
-  /** The first statement that failed: such a transaction is rolled back, never committed. */
-  failure: { error: unknown } | undefined;
-  private readonly queue = new SerialQueue();
-  private finished = false;
 
   constructor(
     private readonly c: DuckDBConnection,
     private readonly caches: StoreCaches,
     private readonly maxSeriesPerEntity: number,
-  ) {}
+  ) {
+    super();
+  }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
     return this.run(() => claimMessageKeys(this.c, keys));
@@ -141,25 +139,6 @@ export class DuckDbTransaction implements StoreTransaction {
 
   write(batch: IngestBatch): Promise<void> {
     return this.run(() => this.writeBatch(batch));
-  }
-
-  /** Refuses further calls and waits for the calls already made. */
-  async finish(): Promise<void> {
-    this.finished = true;
-    await this.queue.idle();
-  }
-
-  private run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.finished) return Promise.reject(new Error("the store transaction has already ended"));
-    return this.queue.run(async () => {
-      try {
-        return await task();
-      } catch (error) {
-        // A StoreDataError from the checks left the transaction clean; anything else did not.
-        if (!(error instanceof StoreDataError) && this.failure === undefined) this.failure = { error };
-        throw error;
-      }
-    });
   }
 
   private entityOf(key: string): EntityState | undefined {

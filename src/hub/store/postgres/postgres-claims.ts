@@ -11,7 +11,7 @@
  */
 import type { TransactionSql } from "postgres";
 import { checkMessageKey } from "../data-checks.js";
-import { planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { checkNoNul } from "./postgres-checks.js";
 
@@ -28,21 +28,7 @@ export async function claimMessageKeys(sql: TransactionSql, keys: readonly Messa
     );
   }
   const fresh = new Array<boolean>(keys.length).fill(false);
-  const origins = new Map<string, { indexes: number[]; seqs: number[] }>();
-  const hashes: { index: number; hash: string }[] = [];
-  keys.forEach((key, index) => {
-    if (key.kind === "hash") {
-      hashes.push({ index, hash: key.hash });
-      return;
-    }
-    let group = origins.get(key.origin);
-    if (group === undefined) {
-      group = { indexes: [], seqs: [] };
-      origins.set(key.origin, group);
-    }
-    group.indexes.push(index);
-    group.seqs.push(key.seq);
-  });
+  const { origins, hashes } = groupMessageKeys(keys);
   if (origins.size > 0) await claimSeqs(sql, origins, fresh);
   if (hashes.length > 0) await claimHashes(sql, hashes, fresh);
   return fresh;

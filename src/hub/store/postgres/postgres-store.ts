@@ -13,9 +13,9 @@
  * the database, increasing, but not dense (a rolled-back or raced insert uses up an id).
  */
 import postgres, { type Sql } from "postgres";
-import { DEFAULT_MAX_SERIES_PER_ENTITY, SERIES_CACHE_ENTRIES } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { seriesLimits } from "../data-checks.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { RecencyCache } from "../recency-cache.js";
 import { SerialQueue } from "../serial-queue.js";
@@ -63,14 +63,7 @@ export interface PostgresStoreOptions {
  * database lacks (postgres-schema.ts) and loads the entity cache; call it once before anything else.
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<Store> {
-  const maxSeriesPerEntity = options.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY;
-  const seriesCacheEntries = options.seriesCacheEntries ?? SERIES_CACHE_ENTRIES;
-  if (!Number.isSafeInteger(maxSeriesPerEntity) || maxSeriesPerEntity < 1) {
-    throw new RangeError(`maxSeriesPerEntity must be a positive integer, got ${maxSeriesPerEntity}`);
-  }
-  if (!Number.isSafeInteger(seriesCacheEntries) || seriesCacheEntries < 0) {
-    throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
-  }
+  const { maxSeriesPerEntity, seriesCacheEntries } = seriesLimits(options);
   const sql = postgres(options.url, {
     max: POSTGRES_POOL_CONNECTIONS,
     connect_timeout: POSTGRES_CONNECT_TIMEOUT_S,

@@ -28,8 +28,8 @@ import {
   checkText,
   checkTime,
 } from "../data-checks.js";
+import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
-import { SerialQueue } from "../serial-queue.js";
 import {
   type EntityKey,
   type EntityUpsert,
@@ -103,12 +103,8 @@ interface SeriesRow {
   column_name: string;
 }
 
-export class PgTransaction implements StoreTransaction {
+export class PgTransaction extends QueuedTransaction implements StoreTransaction {
   readonly pending: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
-  /** The first statement that failed: such a transaction is rolled back, never committed. */
-  failure: { error: unknown } | undefined;
-  private readonly queue = new SerialQueue();
-  private finished = false;
   /** This transaction wrote into `samples` (then holds a lock on it): partitions are made in it. */
   private wroteSamples = false;
 
@@ -117,7 +113,9 @@ export class PgTransaction implements StoreTransaction {
     private readonly pool: Sql,
     private readonly caches: PgCaches,
     private readonly maxSeriesPerEntity: number,
-  ) {}
+  ) {
+    super();
+  }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
     return this.run(() => claimMessageKeys(this.sql, keys));
@@ -125,24 +123,6 @@ export class PgTransaction implements StoreTransaction {
 
   write(batch: IngestBatch): Promise<void> {
     return this.run(() => this.writeBatch(batch));
-  }
-
-  /** Refuses further calls and waits for the calls already made. */
-  async finish(): Promise<void> {
-    this.finished = true;
-    await this.queue.idle();
-  }
-
-  private run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.finished) return Promise.reject(new Error("the store transaction has already ended"));
-    return this.queue.run(async () => {
-      try {
-        return await task();
-      } catch (error) {
-        if (!(error instanceof StoreDataError) && this.failure === undefined) this.failure = { error };
-        throw error;
-      }
-    });
   }
 
   private async writeBatch(batch: IngestBatch): Promise<void> {
