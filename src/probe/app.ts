@@ -32,6 +32,7 @@ import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../l
 import type { LinkConnector } from "../link/transport.js";
 import { VIGIL_VERSION } from "../version.js";
 import { DataviewModel, type DataviewSnapshot } from "./dataview-model.js";
+import type { FkmView } from "./fkm/fkm-sampler.js";
 import type { SampleScheduler } from "./fkm/sample-scheduler.js";
 import { parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
 import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
@@ -305,6 +306,10 @@ export function buildProbe(options: ProbeOptions): Probe {
 
   resource(http, dataviewPath, {
     GET: async (request) => {
+      // An fkm sampler's one dataview, named after it (DESIGN 3.4), as a dataview GET shows one.
+      const raw = request.params as { me: string; sampler: string; dataview: string };
+      const fkm = streams.fkmView(raw.me, raw.sampler);
+      if (fkm !== undefined && raw.dataview === fkm.sampler) return fkmDataviewView(fkm);
       const { sampler, params } = target(request);
       return existing(sampler, params.dataview).state();
     },
@@ -380,6 +385,19 @@ export function buildProbe(options: ProbeOptions): Probe {
   resource(http, "/v1/managedEntity/:me/sampler/:sampler", {
     GET: async (request) => {
       const params = request.params as { me: string; sampler: string };
+      const fkm = streams.fkmView(params.me, params.sampler);
+      if (fkm !== undefined) {
+        const { sampler: name, type, ...state } = fkm;
+        return {
+          managedEntity: params.me,
+          sampler: name,
+          type,
+          plugin: "fkm",
+          samplingInfo: { samplingOptionsActive: true, status: state.samplingStatus },
+          dataviews: [name],
+          ...state,
+        };
+      }
       const sampler = registry.resolve(params.me, params.sampler);
       return {
         ...samplerView(sampler),
@@ -450,6 +468,24 @@ export function samplerView(sampler: SamplerState): SamplerView {
     plugin: sampler.setup.plugin,
     samplingInfo: { samplingOptionsActive: false, status: SAMPLING_STATUS_TEXT },
     dataviews: [...sampler.dataviews.keys()].sort(),
+  };
+}
+
+/** An fkm sampler's dataview in the shape of a dataview GET: one row per keyword (DESIGN 3.4). */
+function fkmDataviewView(fkm: FkmView) {
+  return {
+    columns: ["pattern", "severity", "matches", "lastMatchTime", "lastMatchText"],
+    rows: fkm.keywords.map((k) => ({
+      name: k.name,
+      cells: {
+        pattern: k.pattern,
+        severity: k.severity,
+        matches: String(k.matches),
+        lastMatchTime: k.lastMatchTime,
+        lastMatchText: k.lastMatchText,
+      },
+    })),
+    headlines: { samplingStatus: fkm.samplingStatus, messagesScanned: String(fkm.messagesScanned) },
   };
 }
 

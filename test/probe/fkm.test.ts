@@ -386,6 +386,35 @@ probes:
     }, "ERROR back to OK, count kept");
   });
 
+  test("GET on the fkm sampler and on its dataview shows its keywords and counters (DESIGN 3.1)", async () => {
+    const sampler = (await (await fetch(`${base}/v1/managedEntity/me1/sampler/errors`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(sampler.plugin, "fkm");
+    assert.deepEqual(sampler.dataviews, ["errors"]);
+    assert.deepEqual(sampler.source, { sampler: "s1", stream: "app-log" });
+    const response = await fetch(`${base}/v1/managedEntity/me1/sampler/errors/dataview/errors`);
+    assert.equal(response.status, 200);
+    const dataview = (await response.json()) as {
+      columns: string[];
+      rows: { name: string; cells: Record<string, string> }[];
+      headlines: Record<string, string>;
+    };
+    assert.deepEqual(dataview.columns, ["pattern", "severity", "matches", "lastMatchTime", "lastMatchText"]);
+    assert.deepEqual(
+      dataview.rows.map((r) => [r.name, r.cells.matches]),
+      [
+        ["ERROR", "1"],
+        ["WARN", "1"],
+      ],
+    );
+    assert.equal(dataview.headlines.samplingStatus, "OK");
+    assert.equal(dataview.headlines.messagesScanned, "3");
+    const other = await fetch(`${base}/v1/managedEntity/me1/sampler/errors/dataview/nope`);
+    assert.equal(other.status, 404);
+  });
+
   test("a slow pattern on a 10 KB message does not stall the probe (counted: the sample completes, the probe answers)", async () => {
     reload(YAML.replace("{ pattern: WARN, severity: WARNING }", '{ pattern: "(a+)+$", severity: WARNING }'));
     await put("app-log", `${"a".repeat(10_000)}!`);

@@ -136,7 +136,10 @@ export class ProbeStreams {
    * An fkm sampler's state for GET on its path (DESIGN 3.1), addressed as in a URL: `name` (the
    * only fkm sampler of that name on the entity) or `name(type)`; undefined when there is none.
    */
-  fkmView(managedEntity: string, samplerSegment: string): FkmView | undefined {
+  fkmView(
+    managedEntity: string,
+    samplerSegment: string,
+  ): (FkmView & { readonly sampler: string; readonly type: string }) | undefined {
     const { name, type } = parseSamplerRef(samplerSegment);
     const matches = [...this.fkm.values()].filter(
       (r) =>
@@ -144,7 +147,9 @@ export class ProbeStreams {
         r.state.setup.name === name &&
         (type === null || r.state.setup.type === type),
     );
-    return matches.length === 1 ? matches[0]?.state.view() : undefined;
+    const found = matches.length === 1 ? matches[0] : undefined;
+    if (found === undefined) return undefined;
+    return { sampler: found.state.setup.name, type: found.state.setup.type, ...found.state.view() };
   }
 
   /** Every Streams Dataview and fkm dataview, for the state sent on (re)connect. */
