@@ -25,6 +25,7 @@ import {
   DEFAULT_PUBLISH,
   DEFAULT_REST_API_HTTP_PORT,
   DEFAULT_REST_API_HTTPS_PORT,
+  DEFAULT_RETENTION_DAYS,
   DEFAULT_ROW_LIMIT,
   DEFAULT_RULE_TARGET_WILDCARD,
   DEFAULT_SECURITY_ENABLED,
@@ -64,6 +65,7 @@ export interface SetupInput {
   hub?: {
     port?: number;
     maxSeriesPerEntity?: number;
+    retentionDays?: number;
     memoryProtection?: MemoryProtectionInput;
     tls?: { certificate?: string; key?: string };
     security?: {
@@ -162,6 +164,7 @@ function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
     hub: {
       port: hub.port ?? DEFAULT_HUB_PORT,
       maxSeriesPerEntity: hub.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY,
+      retentionDays: hub.retentionDays ?? DEFAULT_RETENTION_DAYS,
       memoryProtection: memoryProtection(hub.memoryProtection),
       tls: { certificate: path(hub.tls?.certificate), key: path(hub.tls?.key) },
       security: {

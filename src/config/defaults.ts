@@ -59,6 +59,13 @@ export const DEFAULT_RULE_TARGET_WILDCARD = "*";
 export const DEFAULT_HUB_PORT = 8081; // TCP port
 /** Series (cells and headlines) one hub entity may have; a message creating more is dead-lettered. */
 export const DEFAULT_MAX_SERIES_PER_ENTITY = 100_000; // series
+/**
+ * Retention (`hub.retentionDays`): 0 keeps everything, the default, so backfilled history is never
+ * removed unless a user asks. When set, the hub removes older samples and events at start and then
+ * every RETENTION_INTERVAL_MS.
+ */
+export const DEFAULT_RETENTION_DAYS = 0; // days
+export const RETENTION_INTERVAL_MS = 60 * 60_000; // ms (1 hour)
 /** Whether the hub's API needs a bearer token. */
 export const DEFAULT_SECURITY_ENABLED = true;
 /** Lifetime of an access token. */

@@ -26,6 +26,7 @@ import {
   DEFAULT_PROBE_HOSTNAME,
   DEFAULT_REST_API_HTTP_PORT,
   DEFAULT_REST_API_HTTPS_PORT,
+  DEFAULT_RETENTION_DAYS,
   DEFAULT_ROW_LIMIT,
   DEFAULT_RULE_TARGET_WILDCARD,
   DEFAULT_SECURITY_ENABLED,
@@ -284,6 +285,13 @@ const hub = {
       minimum: 1,
       default: DEFAULT_MAX_SERIES_PER_ENTITY,
       description: "series per entity",
+    },
+    retentionDays: {
+      type: "integer",
+      minimum: 0,
+      maximum: 36_500,
+      default: DEFAULT_RETENTION_DAYS,
+      description: "days (0 keeps everything)",
     },
     memoryProtection,
     tls: {

@@ -87,6 +87,8 @@ export interface HubSetup {
   readonly port: number;
   /** Series one entity may have; a message that would create more is dead-lettered. */
   readonly maxSeriesPerEntity: number;
+  /** Samples and events older than this many days are removed in the background; 0 keeps all. */
+  readonly retentionDays: number;
   readonly memoryProtection: MemoryProtectionSetup;
   readonly tls: { readonly certificate: string; readonly key: string };
   readonly security: {

@@ -28,6 +28,7 @@ import { DeadLetterFile } from "./ingest/dead-letter.js";
 import { Ingester } from "./ingest/ingester.js";
 import { columnSchemaLookup } from "./query/column-schema.js";
 import { samplerPluginLookup } from "./query/metric-names.js";
+import { Retention } from "./retention.js";
 import type { Store } from "./store/store.js";
 
 export interface HubOptions {
@@ -61,6 +62,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const tls = loadHubTls(setup.hub.tls);
   const http = createHttpApp({ logger: log, ...(tls === undefined ? {} : { https: tls }) });
   const ingester = new Ingester(store, log);
+  const retention = new Retention(store, setup.hub.retentionDays, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
   // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:
   // storing them is what frees the buffers upstream (refusing them deadlocked `vigil up`, where the
@@ -86,6 +88,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
       store: store.kind,
       ingest: ingester.counts,
       deadLettered: deadLetters.count,
+      retention: retention.status(),
       memory: memory.reading(),
       ...(consumer === undefined ? {} : { consumer: consumer.status() }),
     }),
@@ -105,6 +108,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
     async start(port = setup.hub.port, host = "127.0.0.1") {
       await store.migrate();
       await ingester.init();
+      retention.start();
       if (consumer !== undefined) {
         await consumer.start(handle);
         consuming = true;
@@ -115,6 +119,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
       const until = Date.now() + deadlineMs;
       await http.close();
       if (consuming) await consumer?.stop(Math.max(0, until - Date.now()));
+      await retention.stop();
       await store.close();
     },
   };

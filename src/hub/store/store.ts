@@ -300,6 +300,12 @@ export interface Store {
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /** Resolves when the store answers a trivial statement; rejects when it is unreachable. */
   ping(): Promise<void>;
+  /**
+   * Retention (`hub.retentionDays`): removes the samples and events older than `cutoff` (epoch ms),
+   * on a connection of its own in short statements, so queries and ingest go on meanwhile. Entities
+   * and series stay. Resolves with how many of each were removed.
+   */
+  deleteBefore(cutoff: EpochMs): Promise<{ readonly samples: number; readonly events: number }>;
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]>;
   getEntity(id: EntityId): Promise<EntityRecord | undefined>;
   /** The series stored for one entity. */

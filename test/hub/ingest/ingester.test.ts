@@ -44,6 +44,7 @@ class FakeStore {
       listEvents: async () => [],
       queryMetrics: async () => [],
       latestSeverities: async () => [],
+      deleteBefore: async () => ({ samples: 0, events: 0 }),
       listSamples: async () => ({ totalCount: 0, samples: [] }),
       listMetricNames: async () => [],
       listRowNames: async () => [],

@@ -170,6 +170,57 @@ export function storeContractApi(name: string, open: OpenStore): void {
         }));
     });
 
+    describe("deleteBefore (retention)", () => {
+      it("removes the samples and events older than the cutoff, across weeks, and keeps the rest", () =>
+        withStore(open, async (store) => {
+          const key = series("r1");
+          const times = [
+            "2024-03-01T10:00:00Z", // weeks before the cutoff (a whole partition where there are some)
+            "2024-04-10T10:00:00Z",
+            "2024-05-01T09:59:59.999Z", // just before
+            "2024-05-01T10:00:00Z", // at the cutoff: kept
+            "2024-05-20T10:00:00Z",
+          ];
+          const ids = await load(store, [
+            {
+              entities: [up(A)],
+              samples: times.map((at, i) => sample(A, key, at, String(i))),
+              events: times.map((at, i) => severity(A, at, i % 2 === 0 ? "OK" : "WARNING")),
+            },
+          ]);
+          const removed = await store.deleteBefore(t("2024-05-01T10:00:00Z"));
+          assert.deepEqual(removed, { samples: 3, events: 3 });
+          const page = await store.listSamples({
+            entity: idOf(ids, "a"),
+            cell: cell("r1"),
+            skip: 0,
+            limit: 10,
+          });
+          assert.deepEqual(
+            page.samples.map((x) => x.text),
+            ["3", "4"],
+          );
+          const events = await store.listEvents({ limit: 10 });
+          assert.deepEqual(
+            events.map((e) => e.at),
+            [t("2024-05-01T10:00:00Z"), t("2024-05-20T10:00:00Z")],
+          );
+          assert.deepEqual(await store.deleteBefore(t("2024-05-01T10:00:00Z")), { samples: 0, events: 0 });
+          // An old sample backfilled afterwards is stored again (its week is made anew where needed).
+          await load(store, [{ entities: [], samples: [sample(A, key, "2024-03-01T10:00:00Z", "late")] }]);
+          const again = await store.listSamples({
+            entity: idOf(ids, "a"),
+            cell: cell("r1"),
+            skip: 0,
+            limit: 10,
+          });
+          assert.deepEqual(
+            again.samples.map((x) => x.text),
+            ["late", "3", "4"],
+          );
+        }));
+    });
+
     describe("listEvents filters and paging", () => {
       const events: EventInput[] = [
         severity(A, "2024-05-01T10:00:00Z", "WARNING"),

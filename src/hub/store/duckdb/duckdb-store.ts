@@ -15,10 +15,10 @@
 import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS } from "@duckdb/node-api";
+import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS, TIMESTAMPTZ } from "@duckdb/node-api";
 import { DEFAULT_DUCKDB_MEMORY_LIMIT } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
-import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
 import { RecencyCache } from "../recency-cache.js";
 import { SerialQueue } from "../serial-queue.js";
@@ -38,7 +38,7 @@ import type {
   Store,
   StoreTransaction,
 } from "../store.js";
-import { toNumber } from "./duckdb-append.js";
+import { timestampTz, toNumber } from "./duckdb-append.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { buildMetricQuery, parseZone } from "./duckdb-metrics-sql.js";
 import {
@@ -91,8 +91,14 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
   const writer = await instance.connect();
   const reader = await instance.connect();
   const pinger = await instance.connect();
-  for (const c of [writer, reader]) await c.run("SET TimeZone = 'UTC'");
-  return new DuckDbStore(instance, { writer, reader, pinger }, maxSeriesPerEntity, seriesCacheEntries);
+  const maintainer = await instance.connect();
+  for (const c of [writer, reader, maintainer]) await c.run("SET TimeZone = 'UTC'");
+  return new DuckDbStore(
+    instance,
+    { writer, reader, pinger, maintainer },
+    maxSeriesPerEntity,
+    seriesCacheEntries,
+  );
 }
 
 class DuckDbStore implements Store {
@@ -100,9 +106,12 @@ class DuckDbStore implements Store {
   private readonly writes = new SerialQueue();
   private readonly reads = new SerialQueue();
   private readonly pings = new SerialQueue();
+  private readonly maintenance = new SerialQueue();
   private readonly writer: DuckDBConnection;
   private readonly reader: DuckDBConnection;
   private readonly pinger: DuckDBConnection;
+  /** Retention deletes: a connection of its own, so reads and the writer go on meanwhile. */
+  private readonly maintainer: DuckDBConnection;
   /** Every entity (entities are few; see StoreCaches). */
   private entities = new Map<string, EntityState>();
   private readonly series: RecencyCache<string, number>;
@@ -115,13 +124,19 @@ class DuckDbStore implements Store {
 
   constructor(
     private readonly instance: DuckDBInstance,
-    connections: { writer: DuckDBConnection; reader: DuckDBConnection; pinger: DuckDBConnection },
+    connections: {
+      writer: DuckDBConnection;
+      reader: DuckDBConnection;
+      pinger: DuckDBConnection;
+      maintainer: DuckDBConnection;
+    },
     private readonly maxSeriesPerEntity: number,
     seriesCacheEntries: number,
   ) {
     this.writer = connections.writer;
     this.reader = connections.reader;
     this.pinger = connections.pinger;
+    this.maintainer = connections.maintainer;
     this.series = new RecencyCache(seriesCacheEntries);
   }
 
@@ -166,6 +181,17 @@ class DuckDbStore implements Store {
     if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
     return this.pings.run(async () => {
       await this.pinger.run("SELECT 1");
+    });
+  }
+
+  deleteBefore(cutoff: EpochMs): Promise<{ samples: number; events: number }> {
+    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    return this.maintenance.run(async () => {
+      const values = { cutoff: timestampTz(cutoff) };
+      const types = { cutoff: TIMESTAMPTZ };
+      const samples = await this.maintainer.run("DELETE FROM samples WHERE ts < $cutoff", values, types);
+      const events = await this.maintainer.run("DELETE FROM events WHERE ts < $cutoff", values, types);
+      return { samples: samples.rowsChanged, events: events.rowsChanged };
     });
   }
 
@@ -314,10 +340,11 @@ class DuckDbStore implements Store {
     if (this.closed) return;
     this.closed = true;
     // Wait for queued work; the queues never reject.
-    await Promise.all([this.writes.idle(), this.reads.idle(), this.pings.idle()]);
+    await Promise.all([this.writes.idle(), this.reads.idle(), this.pings.idle(), this.maintenance.idle()]);
     this.writer.closeSync();
     this.reader.closeSync();
     this.pinger.closeSync();
+    this.maintainer.closeSync();
     this.instance.closeSync();
   }
 

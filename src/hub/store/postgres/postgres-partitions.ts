@@ -17,7 +17,7 @@ export const WEEK_MS = 7 * 86_400_000; // ms
 /** Monday 1969-12-29 00:00 UTC, the start of week 0. */
 const WEEK_ZERO_MS = -3 * 86_400_000; // ms
 /** How long partition creation waits for the lock on `samples` before giving up (retried). */
-const PARTITION_LOCK_TIMEOUT = "10s";
+export const PARTITION_LOCK_TIMEOUT = "10s";
 
 /** The week number of an epoch-ms time. */
 export const weekOf = (ms: number): number => Math.floor((ms - WEEK_ZERO_MS) / WEEK_MS);

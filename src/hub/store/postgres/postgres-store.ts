@@ -14,7 +14,7 @@
  */
 import postgres, { type Sql } from "postgres";
 import { VigilError } from "../../../errors/catalog.js";
-import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { RecencyCache } from "../recency-cache.js";
@@ -37,9 +37,15 @@ import type {
 } from "../store.js";
 import { listEvents, MAX_INT4 } from "./postgres-events.js";
 import { buildPgMetricQuery } from "./postgres-metrics-sql.js";
-import { listPartitions, weekStart } from "./postgres-partitions.js";
+import {
+  listPartitions,
+  PARTITION_LOCK_TIMEOUT,
+  partitionName,
+  WEEK_MS,
+  weekStart,
+} from "./postgres-partitions.js";
 import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
-import { MIGRATE_LOCK_KEY, MIGRATIONS, MIGRATIONS_TABLE } from "./postgres-schema.js";
+import { MIGRATE_LOCK_KEY, MIGRATIONS, MIGRATIONS_TABLE, PARTITION_LOCK_KEY } from "./postgres-schema.js";
 import { entityKeyString, type PgPending, PgTransaction } from "./postgres-transaction.js";
 
 /** Connections in one store's pool: one for the transaction, the rest for reads and partition DDL. */
@@ -158,6 +164,32 @@ class PostgresStore implements Store {
   ping(): Promise<void> {
     if (this.closed) return Promise.reject(new Error("PostgreSQL store is closed"));
     return this.sql`SELECT 1`.then(() => undefined);
+  }
+
+  /**
+   * Drops the weekly partitions wholly older than `cutoff` (a short lock on `samples` each, under
+   * the partition lock, waiting at most the partition lock timeout), then deletes the older rows of
+   * the week that holds the cutoff, and the older events.
+   */
+  async deleteBefore(cutoff: EpochMs): Promise<{ samples: number; events: number }> {
+    if (this.closed) throw new Error("PostgreSQL store is closed");
+    let samples = 0;
+    const weeks = [...(await listPartitions(this.sql))].sort((a, b) => a - b);
+    for (const week of weeks) {
+      if (weekStart(week) + WEEK_MS > cutoff) break;
+      const table = partitionName(week); // computed from an integer: no client text in the DDL
+      await this.sql.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
+        await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY}::bigint)`;
+        const [row] = await tx.unsafe<{ n: string }[]>(`SELECT count(*)::text AS n FROM ${table}`);
+        await tx.unsafe(`DROP TABLE IF EXISTS ${table}`);
+        samples += Number(row?.n ?? 0);
+      });
+      this.partitions.delete(week);
+    }
+    const rows = await this.sql`DELETE FROM samples WHERE ts_ms < ${cutoff}`;
+    const events = await this.sql`DELETE FROM events WHERE at_ms < ${cutoff}`;
+    return { samples: samples + rows.count, events: events.count };
   }
 
   async listEvents(query: EventQuery): Promise<EventRecord[]> {
