@@ -138,7 +138,9 @@ const conState = (message: unknown) => (message as ProbeMessage).data.parameters
 for (const transport of transports) {
   describe(`probe link over ${transport.name}`, () => {
     test("changes, acks, a lost link, and a reconnect that publishes only the differences", async () => {
-      const s = await system(transport, { gatewayTuning: { heartbeatMs: 100 } });
+      // Heartbeats every 500 ms: a dead link is noticed after 1.5 s of silence, and a loaded CI
+      // machine's pauses (a few hundred ms) do not pass for one.
+      const s = await system(transport, { gatewayTuning: { heartbeatMs: 500 } });
       await eventually(() => s.publisher.messages.length >= 3, "the probe to be announced");
       assert.deepEqual(s.publisher.since(0), ANNOUNCE);
       assert.equal(conState(s.publisher.messages[0]), "Up");
