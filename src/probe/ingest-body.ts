@@ -168,7 +168,7 @@ class ExactReader {
   }
 
   /** One row object and nothing after it but whitespace. */
-  only(): Map<string, string> | undefined {
+  singleRow(): Map<string, string> | undefined {
     return this.whole(() => {
       this.space();
       return this.row();
@@ -301,7 +301,7 @@ export function parseRowBody(body: Buffer | undefined, limits: BodyLimits): RowC
   const expected = "one JSON row object (column name to value)";
   const code = "INVALID_ROW";
   const text = bodyText(body, code, expected);
-  const row = new ExactReader(text).only();
+  const row = new ExactReader(text).singleRow();
   if (row !== undefined) return checkRow(row, "The body", code, limits);
   throw refusal(text, code, expected, (value) => toCells(value, "The body", code, limits));
 }
