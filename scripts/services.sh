@@ -2,7 +2,8 @@
 # Starts the local services vigil's tests talk to, when they are not already running:
 # PostgreSQL (127.0.0.1:5432) and NATS with JetStream (127.0.0.1:4222), and installs what the
 # Kerberos tests need (an MIT KDC the tests start themselves in a temp folder, kinit, and the
-# headers the optional `kerberos` binding compiles against, so run this before `npm ci`). Idempotent.
+# headers the optional `kerberos` binding compiles against, so run this before `npm ci`), and
+# Debian's Chromium for the web console's browser tests. Idempotent.
 # Usage: scripts/services.sh start | status
 set -euo pipefail
 
@@ -54,12 +55,18 @@ install_kerberos() {
   apt_install krb5-kdc krb5-admin-server krb5-user libkrb5-dev
 }
 
+install_chromium() {
+  if command -v chromium >/dev/null; then return 0; fi
+  apt_install chromium
+}
+
 case "${1:-start}" in
   start)
     start_postgres
     start_nats
     install_kerberos
-    echo "services: PostgreSQL on 5432 and NATS on 4222 are up; Kerberos packages installed"
+    install_chromium
+    echo "services: PostgreSQL on 5432 and NATS on 4222 are up; Kerberos packages and Chromium installed"
     ;;
   status)
     port_open 5432 && echo "PostgreSQL: up" || echo "PostgreSQL: down"
