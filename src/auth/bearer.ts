@@ -4,14 +4,13 @@
  * the key set the hub publishes at `/.well-known/jwks.json`. jose fetches and caches that key set
  * and fetches it again when a token names a key it has not seen (a key rotation).
  */
-import { X509Certificate } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
-import { checkServerIdentity, type TLSSocket } from "node:tls";
 import type { FastifyInstance } from "fastify";
 import { createRemoteJWKSet, customFetch, type FetchImplementation, jwtVerify } from "jose";
 import { VigilError } from "../errors/catalog.js";
+import { boundedRequest } from "../http/bounded-request.js";
 import { sendError } from "../http/error-handler.js";
+import { trustCertificate } from "../http/pinned-certificate.js";
 import {
   DEFAULT_TOKEN_AUDIENCE,
   DEFAULT_TOKEN_ISSUER,
@@ -58,59 +57,25 @@ export function hubTokenVerifier(hubUrl: string, hubCertificate?: string): Token
 
 /**
  * A fetch for the hub's key set over HTTPS that accepts the hub's own `hub.tls.certificate` (often
- * self-signed or from a private CA) by its SHA-256 fingerprint, and otherwise a certificate the
- * public CAs vouch for, for the URL's host. So a gateway reading the same setup verifies the tokens
- * of an HTTPS hub without other configuration. The request carries no credential. A key set is a
- * few hundred bytes: the answer is bounded at 64 KiB.
+ * self-signed or from a private CA) and otherwise a certificate the public CAs vouch for, for the
+ * URL's host (pinned-certificate.ts). So a gateway reading the same setup verifies the tokens of an
+ * HTTPS hub without other configuration. The request carries no credential. A key set is a few
+ * hundred bytes: the answer is bounded at 64 KiB.
  */
 function fetchTrusting(certificate: string): FetchImplementation {
-  let pinned: string | undefined;
-  try {
-    pinned = new X509Certificate(certificate).fingerprint256;
-  } catch {
-    pinned = undefined; // not a certificate: only the public CAs are trusted
-  }
-  return (url, options) =>
-    new Promise<Response>((resolve, reject) => {
-      const host = new URL(url).hostname;
-      const req = httpsRequest(
-        url,
-        { method: "GET", rejectUnauthorized: false, signal: options.signal },
-        (res) => {
-          const socket = res.socket as TLSSocket;
-          const peer = socket.getPeerCertificate();
-          const trusted =
-            (pinned !== undefined && peer.fingerprint256 === pinned) ||
-            (socket.authorized && checkServerIdentity(host, peer) === undefined);
-          if (!trusted) {
-            req.destroy(
-              new Error(
-                `the hub at ${host} presented a certificate that is neither hub.tls.certificate nor one a public CA vouches for`,
-              ),
-            );
-            return;
-          }
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on("data", (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > JWKS_MAX_BYTES)
-              req.destroy(new Error(`the hub's key set is larger than ${JWKS_MAX_BYTES} bytes`));
-            else chunks.push(chunk);
-          });
-          res.on("end", () => {
-            const status = res.statusCode ?? 502;
-            // A Response of these statuses may not have a body.
-            const body = [101, 204, 205, 304].includes(status) ? null : Buffer.concat(chunks);
-            const headers = { "content-type": res.headers["content-type"] ?? "application/json" };
-            resolve(new Response(body, { status, headers }));
-          });
-          res.on("error", reject);
-        },
-      );
-      req.on("error", reject);
-      req.end();
+  const trust = trustCertificate(certificate);
+  return async (url, options) => {
+    const answer = await boundedRequest(new URL(url), {
+      method: "GET",
+      maxBytes: JWKS_MAX_BYTES,
+      trust,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
+    // A Response of these statuses may not have a body.
+    const body = [101, 204, 205, 304].includes(answer.status) ? null : answer.body;
+    const headers = { "content-type": answer.headers["content-type"] ?? "application/json" };
+    return new Response(body, { status: answer.status, headers });
+  };
 }
 
 /** Largest key-set answer read from the hub. */

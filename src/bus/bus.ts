@@ -26,6 +26,11 @@ export interface ConsumerStatus {
   readonly state: "ok" | "retrying" | "stopped";
   readonly delivered: number;
   readonly retries: number;
+  /**
+   * Messages of the stream not delivered to the consumer yet, as JetStream said with the last batch
+   * received (the consumer's lag; NATS only).
+   */
+  readonly pending?: number;
   readonly lastError?: string;
 }
 

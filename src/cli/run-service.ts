@@ -47,6 +47,8 @@ export async function runService(options: RunOptions): Promise<void> {
     reload: () => {
       if (watcher === undefined) logger.info("no setup file to reload (built-in sample setup)");
       else void watcher.reload();
+      // Certificates renewed in place keep their paths: read them again whatever the setup says.
+      service.reloadCertificates();
     },
     stop: async (deadlineMs) => {
       watcher?.close();

@@ -2,14 +2,16 @@
  * The gateway as a running service (DESIGN 1 `vigil gateway`, and the gateway inside `vigil up`):
  * its publish targets behind one publisher, the probe link and HTTP API on host:port.
  */
-import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { hubTokenVerifier } from "../auth/bearer.js";
 import type { MemoryBus } from "../bus/memory-bus.js";
 import type { Setup } from "../config/setup.js";
 import { preparePrivateDir } from "../fs/private-files.js";
 import { buildGateway, type Gateway } from "../gateway/app.js";
+import { registerJetStreamMetrics } from "../gateway/gateway-metrics.js";
 import { Publisher } from "../gateway/publish/publisher.js";
+import { readableCertificate } from "../http/pinned-certificate.js";
+import { createMetricsRegistry } from "../metrics/registry.js";
 import type { RunningService } from "./service.js";
 import { createSinks } from "./sinks.js";
 
@@ -37,22 +39,26 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
   const { setup, logger } = options;
   // Data dir 0700 and files 0600 (umask 0077) for its state and file sinks (issue 10).
   await preparePrivateDir(options.dataDir);
+  // The gateway's self-metrics registry: its JetStream targets report there, /metrics serves it.
+  const metrics = createMetricsRegistry();
   const sinks = createSinks(setup.gateway.publish, {
     dataDir: options.dataDir,
     ...(options.memoryBus === undefined ? {} : { memoryBus: options.memoryBus }),
     logger,
+    jetStreamMetrics: registerJetStreamMetrics(metrics),
   });
   const publisher = new Publisher({ gateway: setup.gateway.name, sinks, logger });
   const hubTls = setup.hub.tls.certificate !== "";
   const hubUrl = options.hubUrl ?? `${hubTls ? "https" : "http"}://127.0.0.1:${setup.hub.port}`;
   // An HTTPS hub's certificate (often self-signed) is trusted for its key set when readable here.
-  const hubCertificate = hubTls ? readableText(setup.hub.tls.certificate) : undefined;
+  const hubCertificate = hubTls ? readableCertificate(setup.hub.tls.certificate) : undefined;
   const gateway = buildGateway({
     setup,
     publisher,
     logger,
     // Snoozes, assignments and last published severities survive a restart (DESIGN 4.2).
     dataDir: options.dataDir,
+    metrics,
     ...(setup.hub.security.enabled ? { verifyToken: hubTokenVerifier(hubUrl, hubCertificate) } : {}),
   });
   let url: string;
@@ -67,6 +73,7 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
     gateway,
     urls: { gateway: url },
     reload: (next) => gateway.updateSetup(next),
+    reloadCertificates: () => gateway.reloadCertificates(),
     async stop(deadlineMs) {
       const until = Date.now() + deadlineMs;
       // Links first (acknowledged probe changes are in the publisher), then flush the targets.
@@ -74,13 +81,4 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
       await publisher.close(Math.max(0, until - Date.now()));
     },
   };
-}
-
-/** A file's text, or undefined when it cannot be read (the public CAs alone are then trusted). */
-function readableText(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return undefined;
-  }
 }

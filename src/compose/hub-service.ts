@@ -23,6 +23,8 @@ export interface HubServiceOptions {
   readonly dataDir: string;
   readonly host: string;
   readonly port?: number;
+  /** The gateway the web console's actions go to (`vigil hub --gateway`, or `vigil up`'s own). */
+  readonly gatewayUrl?: () => string | undefined;
   readonly logger: Logger;
 }
 
@@ -63,6 +65,7 @@ export async function startHubService(options: HubServiceOptions): Promise<Runni
     ...(consumer === undefined ? {} : { consumer }),
     logger,
     dataDir: options.dataDir,
+    ...(options.gatewayUrl === undefined ? {} : { gatewayUrl: options.gatewayUrl }),
   });
   let url: string;
   try {
@@ -76,11 +79,15 @@ export async function startHubService(options: HubServiceOptions): Promise<Runni
   return {
     urls: { hub: url },
     reload(next) {
-      if (JSON.stringify(next.hub) !== JSON.stringify(current.hub)) {
+      const { tls: nextTls, ...nextRest } = next.hub;
+      const { tls: currentTls, ...currentRest } = current.hub;
+      if (JSON.stringify(nextRest) !== JSON.stringify(currentRest)) {
         logger.warn("hub settings changed; they take effect when the hub restarts");
       }
       current = next;
+      if (JSON.stringify(nextTls) !== JSON.stringify(currentTls)) hub.reloadCertificates(nextTls);
     },
+    reloadCertificates: () => hub.reloadCertificates(current.hub.tls),
     stop: (deadlineMs) => hub.stop(deadlineMs),
   };
 }

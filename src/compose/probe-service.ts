@@ -58,6 +58,8 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<P
       }
       probe.updateSetup(mine, probeLimits(next.gateway));
     },
+    // Secure mode's files are the seed's: a changed one needs a probe restart (secure-mode.ts).
+    reloadCertificates: () => undefined,
     stop: (deadlineMs) => probe.stop(deadlineMs),
   };
 }

@@ -9,6 +9,11 @@ export interface RunningService {
   readonly urls: Readonly<Record<string, string>>;
   /** Applies a changed setup; what cannot change without a restart is logged as such. */
   reload(setup: Setup): void;
+  /**
+   * Reads again the certificate files its setup names and serves the new ones (SIGHUP, after the
+   * setup itself was reloaded); a pair that cannot be used is logged and the old one stays.
+   */
+  reloadCertificates(): void;
   /** Stops cleanly: everything acknowledged is committed, within `deadlineMs`. */
   stop(deadlineMs: number): Promise<void>;
 }

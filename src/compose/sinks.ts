@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import type { Logger } from "pino";
 import type { MemoryBus } from "../bus/memory-bus.js";
 import type { PublishSink } from "../config/setup.js";
+import type { JetStreamMetrics } from "../gateway/gateway-metrics.js";
 import { FileSink } from "../gateway/publish/file-sink.js";
 import { MemorySink } from "../gateway/publish/memory-sink.js";
 import { createNatsSink } from "../gateway/publish/nats-sink.js";
@@ -18,6 +19,8 @@ export interface SinkContext {
   /** The in-process bus; only `vigil up` has one, and its embedded hub always consumes it. */
   readonly memoryBus?: MemoryBus;
   readonly logger: Logger;
+  /** The gateway's JetStream metrics; each `nats` target reports its publish latency and counters. */
+  readonly jetStreamMetrics?: JetStreamMetrics;
 }
 
 /**
@@ -40,16 +43,19 @@ export function createSinks(targets: readonly PublishSink[], context: SinkContex
       case "file":
         sinks.push(new FileSink(resolve(context.dataDir, target.path)));
         break;
-      case "nats":
-        sinks.push(
-          createNatsSink({
-            url: target.url,
-            stream: target.stream,
-            subjectPrefix: target.subjectPrefix,
-            logger: context.logger,
-          }),
-        );
+      case "nats": {
+        const metrics = context.jetStreamMetrics;
+        const sink = createNatsSink({
+          url: target.url,
+          stream: target.stream,
+          subjectPrefix: target.subjectPrefix,
+          logger: context.logger,
+          ...(metrics === undefined ? {} : { onPublished: metrics.observePublish }),
+        });
+        metrics?.track(sink);
+        sinks.push(sink);
         break;
+      }
     }
   }
   return sinks;

@@ -36,12 +36,16 @@ export async function startSystem(options: SystemOptions): Promise<RunningServic
   const urls: Record<string, string> = {};
   const parts: RunningService[] = [];
   try {
+    // The hub listens first (the gateway verifies tokens against it); the console's actions reach
+    // the gateway through the hub once the gateway listens.
+    let gatewayUrl: string | undefined;
     const hub = await startHubService({
       setup,
       storeUrl: `duckdb:${join(dataDir, "vigil.duckdb")}`,
       memoryBus,
       dataDir,
       host,
+      gatewayUrl: () => gatewayUrl,
       logger,
     });
     stops.unshift(hub.stop);
@@ -56,6 +60,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningServic
     });
     stops.unshift(gateway.stop);
     parts.push(gateway);
+    gatewayUrl = gateway.urls.gateway;
     for (const probeSetup of setup.probes) {
       const probe = await startProbeService({
         name: probeSetup.name,
@@ -84,6 +89,9 @@ export async function startSystem(options: SystemOptions): Promise<RunningServic
     reload(next) {
       // The gateway sends each in-process probe its changed part over the link, as to any probe.
       for (const part of parts.slice(0, 2)) part.reload(next);
+    },
+    reloadCertificates() {
+      for (const part of parts) part.reloadCertificates();
     },
     stop: (deadlineMs) => stopInOrder(stops, deadlineMs),
   };

@@ -59,6 +59,7 @@ export interface SetupInput {
       | { file: string }
       | { nats: { url: string; stream?: string; subjectPrefix?: string } }
     )[];
+    tls?: { certificate?: string; key?: string };
   };
   probes?: ProbeInput[];
   rules?: RuleInput[];
@@ -158,6 +159,7 @@ function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
           subjectPrefix: sink.nats.subjectPrefix ?? DEFAULT_NATS_SUBJECT_PREFIX,
         };
       }),
+      tls: { certificate: path(input.gateway.tls?.certificate), key: path(input.gateway.tls?.key) },
     },
     probes: (input.probes ?? []).map((probe) => buildProbe(probe, path)),
     rules: (input.rules ?? []).map(buildRule),

@@ -271,3 +271,15 @@ export const GATEWAY_STATE_FILE = "gateway-state.json";
 export const GATEWAY_SEVERITIES_FILE = "gateway-severities.json";
 /** Longest `user`, `comment`, `assignedTo` or `untilValueNot` text of a command. */
 export const COMMAND_MAX_TEXT = 4_096; // UTF-16 code units
+
+// Self-metrics (issue 13): Prometheus text format at METRICS_PATH on every process
+/** Where every vigil process serves its self-metrics. */
+export const METRICS_PATH = "/metrics";
+/** Buckets of the HTTP request duration histogram, in seconds (0.5 ms to 10 s). */
+export const HTTP_DURATION_BUCKETS_S = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+] as const; // seconds
+/** Buckets of the JetStream publish and store commit histograms, in seconds (1 ms to 30 s). */
+export const BATCH_DURATION_BUCKETS_S = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+] as const; // seconds

@@ -29,6 +29,7 @@ export function crossCheckIssues(data: unknown): RawIssue[] {
   checkWellFormed(data, [], issues);
   checkProbes(list(root.probes), issues);
   checkRules(list(root.rules), issues);
+  checkTls("gateway", isRecord(root.gateway) ? root.gateway.tls : undefined, issues);
   checkHub(isRecord(root.hub) ? root.hub : {}, issues);
   return issues;
 }
@@ -209,18 +210,21 @@ function checkRules(rules: readonly unknown[], issues: RawIssue[]): void {
   });
 }
 
-function checkHub(hub: Record<string, unknown>, issues: RawIssue[]): void {
-  const tls = hub.tls;
-  if (isRecord(tls)) {
-    const certificate = typeof tls.certificate === "string" && tls.certificate !== "";
-    const key = typeof tls.key === "string" && tls.key !== "";
-    if (certificate !== key) {
-      issues.push({
-        segments: ["hub", "tls", certificate ? "key" : "certificate"],
-        message: "hub TLS needs both certificate and key (or neither, for plain HTTP); set the missing one",
-      });
-    }
+/** `gateway.tls` or `hub.tls`: both files or neither. */
+function checkTls(section: "gateway" | "hub", tls: unknown, issues: RawIssue[]): void {
+  if (!isRecord(tls)) return;
+  const certificate = typeof tls.certificate === "string" && tls.certificate !== "";
+  const key = typeof tls.key === "string" && tls.key !== "";
+  if (certificate !== key) {
+    issues.push({
+      segments: [section, "tls", certificate ? "key" : "certificate"],
+      message: `${section} TLS needs both certificate and key (or neither, for plain HTTP); set the missing one`,
+    });
   }
+}
+
+function checkHub(hub: Record<string, unknown>, issues: RawIssue[]): void {
+  checkTls("hub", hub.tls, issues);
   const security = isRecord(hub.security) ? hub.security : {};
   const clientIds = new Map<string, string>();
   list(security.appKeys).forEach((appKey, a) => {

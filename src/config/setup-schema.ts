@@ -221,6 +221,13 @@ const publishSink = {
   },
 } as const;
 
+/** HTTPS for the gateway or the hub: both files set, that server serves HTTPS only. */
+const tls = {
+  type: "object",
+  properties: { certificate: filePath, key: filePath },
+  additionalProperties: false,
+} as const;
+
 const gateway = {
   type: "object",
   required: ["name"],
@@ -242,6 +249,7 @@ const gateway = {
     },
     memoryProtection,
     publish: { type: "array", items: publishSink, default: ["memory"] },
+    tls,
   },
   additionalProperties: false,
 } as const;
@@ -294,11 +302,7 @@ const hub = {
       description: "days (0 keeps everything)",
     },
     memoryProtection,
-    tls: {
-      type: "object",
-      properties: { certificate: filePath, key: filePath },
-      additionalProperties: false,
-    },
+    tls,
     security: {
       type: "object",
       properties: {

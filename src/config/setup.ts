@@ -90,7 +90,7 @@ export interface HubSetup {
   /** Samples and events older than this many days are removed in the background; 0 keeps all. */
   readonly retentionDays: number;
   readonly memoryProtection: MemoryProtectionSetup;
-  readonly tls: { readonly certificate: string; readonly key: string };
+  readonly tls: TlsFiles;
   readonly security: {
     readonly enabled: boolean;
     /** Seconds. */
@@ -115,6 +115,14 @@ export interface GatewaySetup {
   readonly maxCellLength: number;
   readonly memoryProtection: MemoryProtectionSetup;
   readonly publish: readonly PublishSink[];
+  /** Both set: the gateway's HTTP API and probe link are HTTPS (wss) only. */
+  readonly tls: TlsFiles;
+}
+
+/** A server's certificate and key (PEM file paths); both empty for plain HTTP. */
+export interface TlsFiles {
+  readonly certificate: string;
+  readonly key: string;
 }
 
 export interface Setup {

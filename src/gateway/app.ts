@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import {
   DEFAULT_GATEWAY_HOST,
@@ -25,11 +26,15 @@ import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
+import { loadServerTls, ServerTlsReloader } from "../http/server-tls.js";
 import { type InProcessConnector, inProcessConnector } from "../link/in-process.js";
 import { LINK_PATH } from "../link/protocol.js";
 import { webSocketEnd } from "../link/websocket.js";
+import { registerMetricsRoute } from "../metrics/metrics-route.js";
+import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerCommandRoutes } from "./commands/command-routes.js";
 import { requireBearer, type TokenVerifier, tokenExpiresAt } from "./gateway-auth.js";
+import { registerGatewayMetrics } from "./gateway-metrics.js";
 import { Hierarchy } from "./hierarchy.js";
 import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
@@ -67,6 +72,11 @@ export interface GatewayOptions {
   readonly dataDir?: string;
   /** Epoch ms for commands and `until*` times; default Date.now (tests pass a controllable clock). */
   readonly clock?: () => number;
+  /**
+   * The self-metrics registry `/metrics` serves (issue 13); default a new one. The gateway service
+   * passes the one its JetStream publish targets report to.
+   */
+  readonly metrics?: Registry;
 }
 
 export interface Gateway {
@@ -79,6 +89,8 @@ export interface Gateway {
    * change without a restart (logged).
    */
   updateSetup(setup: Setup): void;
+  /** Reads the `gateway.tls` files again and serves the new pair (HTTPS gateways; SIGHUP). */
+  reloadCertificates(): void;
   /** Listens (default: the setup's gateway port on DEFAULT_GATEWAY_HOST); returns the bound base URL. */
   start(port?: number, host?: string): Promise<string>;
   /**
@@ -162,7 +174,17 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logger: log,
     ...options.linkTuning,
   });
-  const http = createHttpApp({ logger: log });
+  // Both gateway.tls files set: the HTTP API and the probe link are HTTPS (wss) only; read before
+  // anything starts, so a bad file stops the start.
+  const tls = loadServerTls("gateway", setup.gateway.tls);
+  const metrics = options.metrics ?? createMetricsRegistry();
+  const http = createHttpApp({
+    logger: log,
+    metrics: { registry: metrics },
+    ...(tls === undefined ? {} : { https: tls }),
+  });
+  const certificates = new ServerTlsReloader("gateway", setup.gateway.tls, log);
+  certificates.attach(http.server);
   let stopping = false;
 
   // The probe link: a WebSocket upgrade on LINK_PATH (DESIGN 1). Probe authentication is not
@@ -210,6 +232,18 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const taps = new Set<{ end(reason?: string): void }>();
   let tapDropped = 0;
+  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token like the commands.
+  registerGatewayMetrics(metrics, {
+    publisher: () => publisher.status(),
+    links: () => links.status(),
+    tap: () => ({ clients: taps.size, dropped: tapDropped }),
+    memory,
+  });
+  registerMetricsRoute(
+    http,
+    metrics,
+    options.verifyToken === undefined ? {} : { verifyToken: options.verifyToken },
+  );
   const tapLimit = options.tapMaxBufferedBytes ?? TAP_MAX_BUFFERED_BYTES;
   const tapMaxClients = options.tapMaxClients ?? TAP_MAX_CLIENTS;
   http.addHook("preClose", async () => {
@@ -306,9 +340,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
         log.info({ rules: next.rules.length }, "rules changed; severities evaluated again");
       }
       links.updateSetup(before, next);
+      if (JSON.stringify(next.gateway.tls) !== JSON.stringify(before.gateway.tls))
+        certificates.reload(next.gateway.tls);
     },
+    reloadCertificates: () => void certificates.reload(setup.gateway.tls),
     async start(port = setup.gateway.port, host = DEFAULT_GATEWAY_HOST) {
-      const url = await listen(http, port, host);
+      const url = await listen(http, port, host, tls === undefined ? "http" : "https");
       // Current state republished on start (DESIGN 4.3): the gateway's severity, snoozes, assignments.
       publisher.publish(events.snapshot(clock()));
       ticker = setInterval(() => {

@@ -137,8 +137,14 @@ export function clientErrorHandler(
   socket.destroy(error);
 }
 
-/** Installs the error and not-found handlers on an app. */
-export function installErrorHandling(app: FastifyInstance): void {
+/**
+ * Installs the error and not-found handlers on an app; `notFoundTimer`, when given, is the
+ * not-found handler's `onResponse` hook (the request metrics' `unmatched` route).
+ */
+export function installErrorHandling(
+  app: FastifyInstance,
+  notFoundTimer?: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void,
+): void {
   app.setErrorHandler((error, request, reply) => answer(error, request, reply));
   // Requests that arrive while the app closes (pipelined or on a busy keep-alive socket) get a 503
   // in the API's shape; Fastify's built-in answer (return503OnClosing) has a body of its own.
@@ -158,7 +164,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       new VigilError("SERVICE_UNAVAILABLE", { detail: "The server is shutting down; retry later." }),
     );
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new VigilError("NOT_FOUND", { path: quotedPath(request.url) })),
-  );
+  const notFound = (request: FastifyRequest, reply: FastifyReply) =>
+    sendError(reply, new VigilError("NOT_FOUND", { path: quotedPath(request.url) }));
+  if (notFoundTimer === undefined) app.setNotFoundHandler(notFound);
+  // Fastify applies every lifecycle hook given here to the not-found context (lib/four-oh-four.js),
+  // though its types name only preValidation and preHandler.
+  else app.setNotFoundHandler({ onResponse: notFoundTimer } as never, notFound);
 }

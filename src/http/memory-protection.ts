@@ -15,6 +15,8 @@ const BYTES_PER_MB = 1024 * 1024;
 export class MemoryProtection {
   private checkedAt = Number.NEGATIVE_INFINITY;
   private rssBytes = 0;
+  /** Requests `check()` refused since the process started (self-metrics, issue 13). */
+  private rejections = 0;
 
   /**
    * `service` names the process in the 503 body (`probe`, `gateway`); `settings` is read on every
@@ -38,6 +40,7 @@ export class MemoryProtection {
   /** Throws MEMORY_PROTECTION (503, `Retry-After: RETRY_AFTER_SECONDS`) when over the threshold. */
   check(now = Date.now()): void {
     if (!this.over(now)) return;
+    this.rejections += 1;
     throw new VigilError(
       "MEMORY_PROTECTION",
       {
@@ -49,9 +52,12 @@ export class MemoryProtection {
     );
   }
 
-  /** Resident memory at the last read and the threshold, in bytes (status pages). */
-  reading(): { rssBytes: number; thresholdBytes: number } {
-    return { rssBytes: this.rssBytes, thresholdBytes: this.thresholdBytes() };
+  /**
+   * Resident memory at the last read and the threshold, in bytes, and the requests `check()` has
+   * refused (status pages, self-metrics).
+   */
+  reading(): { rssBytes: number; thresholdBytes: number; rejections: number } {
+    return { rssBytes: this.rssBytes, thresholdBytes: this.thresholdBytes(), rejections: this.rejections };
   }
 
   private thresholdBytes(): number {

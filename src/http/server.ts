@@ -6,6 +6,7 @@
 import type { AddressInfo } from "node:net";
 import Fastify, { type FastifyHttpsOptions, type FastifyInstance, LogController } from "fastify";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import {
   DEFAULT_BODY_LIMIT_BYTES,
   HTTP_HEADERS_TIMEOUT_MS,
@@ -15,6 +16,7 @@ import {
   HTTP_REQUEST_TIMEOUT_MS,
   HTTP_TIMEOUT_CHECK_MS,
 } from "../config/defaults.js";
+import { type HttpMetricsOptions, instrumentHttp } from "../metrics/http-metrics.js";
 import { type ConnectionLimits, limitConnections } from "./connection-limits.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handler.js";
 
@@ -26,6 +28,11 @@ export interface HttpAppOptions {
   readonly https?: FastifyHttpsOptions<never>["https"];
   /** Timeouts and connection caps; each absent one takes its default from `defaults.ts`. */
   readonly limits?: Partial<HttpLimits>;
+  /**
+   * The server's self-metrics registry: every request is then timed by route pattern and status
+   * (`vigil_http_request_duration_seconds`, src/metrics/http-metrics.ts). Without it, no timing.
+   */
+  readonly metrics?: { readonly registry: Registry; readonly options?: HttpMetricsOptions };
 }
 
 /** What bounds slow, idle and greedy clients (issue 10). */
@@ -46,7 +53,10 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxConnectionsPerClient: HTTP_MAX_CONNECTIONS_PER_CLIENT,
 };
 
-/** Creates an unstarted Fastify app with vigil's defaults: body limit, error shape, logging. */
+/**
+ * Creates an unstarted Fastify app with vigil's defaults: body limit, error shape, logging, and
+ * request metrics when given a registry.
+ */
 export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const limits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const app = Fastify({
@@ -86,7 +96,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
         }),
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
   limitConnections(app.server, limits, options.logger);
-  installErrorHandling(app);
+  // Before any route, so that every route gets its timer (issue 13).
+  const unmatched =
+    options.metrics === undefined
+      ? undefined
+      : instrumentHttp(app, options.metrics.registry, options.metrics.options);
+  installErrorHandling(app, unmatched);
   return app;
 }
 

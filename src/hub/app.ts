@@ -13,17 +13,22 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { BusConsumer, Delivery } from "../bus/bus.js";
 import { DEAD_LETTER_FILE, STOP_DEADLINE_MS } from "../config/defaults.js";
-import type { Setup } from "../config/setup.js";
+import type { Setup, TlsFiles } from "../config/setup.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
+import { loadServerTls, ServerTlsReloader } from "../http/server-tls.js";
+import { registerMetricsRoute } from "../metrics/metrics-route.js";
+import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerAuth } from "./auth/auth.js";
+import { registerConsole } from "./console/console-routes.js";
+import { defaultGatewayUrl, gatewayTrust } from "./console/gateway-relay.js";
 import { registerEntityRoutes } from "./http/entities-routes.js";
 import { registerEventRoutes } from "./http/events-routes.js";
 import { registerMessageRoutes } from "./http/messages-routes.js";
 import { registerMetricRoutes } from "./http/metrics-routes.js";
 import { HUB_OPENAPI } from "./http/openapi.js";
-import { loadHubTls } from "./hub-tls.js";
+import { registerHubHistograms, registerHubMetrics } from "./hub-metrics.js";
 import { DeadLetterFile } from "./ingest/dead-letter.js";
 import { Ingester } from "./ingest/ingester.js";
 import { columnSchemaLookup } from "./query/column-schema.js";
@@ -39,12 +44,19 @@ export interface HubOptions {
   readonly logger: Logger;
   /** Where the hub keeps its signing key (`<dataDir>/keys`) and its dead-letter file. */
   readonly dataDir: string;
+  /**
+   * The gateway whose command API the web console's actions reach through the hub (read at each
+   * request); default: the setup's gateway port on 127.0.0.1 (`defaultGatewayUrl`).
+   */
+  readonly gatewayUrl?: () => string | undefined;
 }
 
 export interface Hub {
   readonly http: FastifyInstance;
   readonly ingester: Ingester;
   readonly deadLetters: DeadLetterFile;
+  /** Reads `hub.tls` files again and serves the new pair (HTTPS hubs); see server-tls.ts. */
+  reloadCertificates(files: TlsFiles): void;
   /** Migrates the store, starts consuming, and listens; returns the bound base URL. */
   start(port?: number, host?: string): Promise<string>;
   /**
@@ -59,9 +71,18 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const { setup, store, consumer } = options;
   const log = options.logger.child({ component: "hub" });
   // Both hub.tls files set: HTTPS only (DESIGN 2); read before anything starts, so a bad file stops the start.
-  const tls = loadHubTls(setup.hub.tls);
-  const http = createHttpApp({ logger: log, ...(tls === undefined ? {} : { https: tls }) });
-  const ingester = new Ingester(store, log);
+  const tls = loadServerTls("hub", setup.hub.tls);
+  // Self-metrics (issue 13): this hub's own registry; query routes are also timed by kind.
+  const metrics = createMetricsRegistry();
+  const observers = registerHubHistograms(metrics);
+  const http = createHttpApp({
+    logger: log,
+    metrics: { registry: metrics, options: { alsoObserve: observers.queryObserver } },
+    ...(tls === undefined ? {} : { https: tls }),
+  });
+  const certificates = new ServerTlsReloader("hub", setup.hub.tls, log);
+  certificates.attach(http.server);
+  const ingester = new Ingester(store, log, observers.observeCommit);
   const retention = new Retention(store, setup.hub.retentionDays, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
   // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:
@@ -81,7 +102,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   };
 
   // Authentication first, so its bearer check covers every route registered after it (DESIGN 5.4).
-  await registerAuth(http, { security: setup.hub.security, dataDir: options.dataDir });
+  const auth = await registerAuth(http, { security: setup.hub.security, dataDir: options.dataDir });
   resource(http, "/v0/ping", { GET: async () => ({ status: "OK" }) });
   resource(http, "/v1/status", {
     GET: async () => ({
@@ -93,18 +114,35 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
       ...(consumer === undefined ? {} : { consumer: consumer.status() }),
     }),
   });
+  registerHubMetrics(metrics, {
+    ingest: ingester.counts,
+    deadLettered: () => deadLetters.count,
+    ...(consumer === undefined ? {} : { consumer: () => consumer.status() }),
+    memory,
+  });
+  // With security enabled, a scrape needs a bearer token like the query API (DESIGN 5.4).
+  registerMetricsRoute(http, metrics, setup.hub.security.enabled ? { verifyToken: auth.verify } : {});
   const columnSchema = columnSchemaLookup(setup);
   registerEntityRoutes(http, store, { columnSchema, samplerPlugin: samplerPluginLookup(setup) });
   registerMetricRoutes(http, store, columnSchema);
   registerEventRoutes(http, store);
   resource(http, "/v0/openapi.json", { GET: async () => HUB_OPENAPI });
   await registerMessageRoutes(http, ingester, memory);
+  // The web console at `/` (issue 11); its actions go to the gateway through the hub.
+  const gatewayUrl = defaultGatewayUrl(setup);
+  await registerConsole(http, {
+    security: setup.hub.security.enabled,
+    gatewayUrl: options.gatewayUrl ?? (() => gatewayUrl),
+    trust: gatewayTrust(setup),
+    ...(setup.hub.security.enabled ? { verify: auth.verify } : {}),
+  });
 
   let consuming = false;
   return {
     http,
     ingester,
     deadLetters,
+    reloadCertificates: (files) => void certificates.reload(files),
     async start(port = setup.hub.port, host = "127.0.0.1") {
       await store.migrate();
       await ingester.init();

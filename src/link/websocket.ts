@@ -3,8 +3,9 @@
  * one JSON text message per frame, `ws` on both sides. Binary messages, text that is not JSON and
  * messages over LINK_MAX_FRAME_BYTES close the link with a reason (1003, 1007, 1009).
  */
-import { WebSocket } from "ws";
+import { type ClientOptions, WebSocket } from "ws";
 import { LINK_HANDSHAKE_TIMEOUT_MS, LINK_MAX_FRAME_BYTES } from "../config/defaults.js";
+import { trustCertificate } from "../http/pinned-certificate.js";
 import { CLOSE_INVALID_DATA, CLOSE_NORMAL, LINK_PATH } from "./protocol.js";
 import type { LinkClose, LinkConnector, LinkEnd, LinkHandlers } from "./transport.js";
 
@@ -107,9 +108,12 @@ export function gatewayLinkUrl(gateway: string): string {
 /**
  * A probe's connector to a gateway over WebSocket: `gateway` is its base URL (`--gateway
  * http://HOST:7039`) or the link URL. Each `connect()` opens a new socket (handshake timeout 10 s).
+ * Over `wss`, the gateway's certificate must be one the public CAs (and `NODE_EXTRA_CA_CERTS`)
+ * vouch for, or `gatewayCertificate` (PEM text: the setup's `gateway.tls.certificate`).
  */
-export function webSocketConnector(gateway: string): LinkConnector {
+export function webSocketConnector(gateway: string, gatewayCertificate?: string): LinkConnector {
   const url = gatewayLinkUrl(gateway);
+  const trust = trustCertificate(gatewayCertificate);
   return {
     description: url,
     connect() {
@@ -117,6 +121,8 @@ export function webSocketConnector(gateway: string): LinkConnector {
         const socket = new WebSocket(url, {
           maxPayload: LINK_MAX_FRAME_BYTES,
           handshakeTimeout: LINK_HANDSHAKE_TIMEOUT_MS,
+          // ws hands its options to tls.connect; its own typing of checkServerIdentity is not Node's.
+          ...(trust as unknown as ClientOptions),
         });
         const failed = (error: Error) => {
           socket.removeAllListeners();

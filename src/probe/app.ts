@@ -30,12 +30,15 @@ import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
+import { registerMetricsRoute } from "../metrics/metrics-route.js";
+import { createMetricsRegistry } from "../metrics/registry.js";
 import { VIGIL_VERSION } from "../version.js";
-import { DataviewModel, type DataviewSnapshot } from "./dataview-model.js";
+import { DataviewModel, type DataviewSnapshot, type RowCells } from "./dataview-model.js";
 import type { FkmView } from "./fkm/fkm-sampler.js";
 import type { SampleScheduler } from "./fkm/sample-scheduler.js";
 import { parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
 import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
+import { type AcceptedTotals, registerProbeMetrics } from "./probe-metrics.js";
 import { SamplerRegistry, type SamplerState } from "./sampler-registry.js";
 import { ProbeStreams } from "./streams/probe-streams.js";
 import { registerStreamRoutes, samplerStreamsPart } from "./streams/stream-routes.js";
@@ -154,7 +157,10 @@ export function buildProbe(options: ProbeOptions): Probe {
     logger: log,
   });
   if (setup !== undefined) mtls.configure(setup);
-  const http = createHttpApp({ logger: log });
+  // Self-metrics (issue 13): this probe's own registry, served at /metrics without a token.
+  const metrics = createMetricsRegistry();
+  const accepted: AcceptedTotals = { rows: 0, cells: 0, droppedRows: 0 };
+  const http = createHttpApp({ logger: log, metrics: { registry: metrics } });
 
   // Bodies are read raw whatever the Content-Type (DESIGN 3.2: curl's default must work; streams
   // pass bytes through untouched).
@@ -342,6 +348,9 @@ export function buildProbe(options: ProbeOptions): Probe {
       }
       sampler.dataviews.set(params.dataview, model);
       link.submit(changes);
+      accepted.rows += result.rows;
+      accepted.droppedRows += result.dropped;
+      for (let i = 0; i < result.rows; i += 1) accepted.cells += (rows[i] as RowCells).size;
       return result;
     }),
     DELETE: ingest((request) => {
@@ -369,6 +378,8 @@ export function buildProbe(options: ProbeOptions): Probe {
       const cells = parseRowBody(request.body as Buffer | undefined, limits);
       const { name: row, changes } = model.putRow(params.row ?? "", cells, dataviewLimits(sampler));
       link.submit(changes);
+      accepted.rows += 1;
+      accepted.cells += cells.size;
       return { row };
     }),
     DELETE: ingest((request) => {
@@ -409,6 +420,16 @@ export function buildProbe(options: ProbeOptions): Probe {
   registerStreamRoutes(http, { registry, streams, ingest });
   // Per-sampler mTLS on every sampler path, before the body is read (DESIGN 3.5).
   http.addHook("onRequest", samplerMtlsHook(registry, mtls));
+
+  registerProbeMetrics(metrics, {
+    accepted,
+    *streams() {
+      for (const sampler of registry.all()) yield* streams.streamsView(sampler)?.streams ?? [];
+    },
+    link: () => link.status(),
+    memory,
+  });
+  registerMetricsRoute(http, metrics);
 
   const health = async () => ({ status: "OK", probe: name, link: link.status().state });
   resource(http, "/v1/healthcheck", { GET: health });

@@ -43,7 +43,7 @@ describe("parseSetup: valid setups, defaults filled in", () => {
   // biome-ignore format: one line per case (STYLE 16)
   const cases: [string, string, (setup: Setup) => unknown, unknown][] = [
     ["only gateway.name is required", "gateway: {name: GW}", (s) => [s.gateway.name, s.probes, s.rules], ["GW", [], []]],
-    ["gateway defaults: port 7039, no row override, 256 columns, 8192-unit cells, 2048 MB at 0.9, publish to memory", "gateway: {name: G}", (s) => s.gateway, { name: "G", port: 7039, customDataviewMaxRows: 0, maxColumnsPerDataview: 256, maxCellLength: 8192, memoryProtection: { limitMb: 2048, ratio: 0.9 }, publish: [{ kind: "memory" }] }],
+    ["gateway defaults: port 7039, no row override, 256 columns, 8192-unit cells, 2048 MB at 0.9, publish to memory", "gateway: {name: G}", (s) => s.gateway, { name: "G", port: 7039, customDataviewMaxRows: 0, maxColumnsPerDataview: 256, maxCellLength: 8192, memoryProtection: { limitMb: 2048, ratio: 0.9 }, publish: [{ kind: "memory" }], tls: { certificate: "", key: "" } }],
     ["hub defaults: port 8081, no TLS", "gateway: {name: G}", (s) => [s.hub.port, s.hub.tls], [8081, { certificate: "", key: "" }]],
     ["hub defaults: 100000 series per entity, 2048 MB at 0.9", "gateway: {name: G}", (s) => [s.hub.maxSeriesPerEntity, s.hub.memoryProtection], [100_000, { limitMb: 2048, ratio: 0.9 }]],
     ["the new gateway and hub limits take the values given", "gateway: {name: G, maxColumnsPerDataview: 3, maxCellLength: 10, memoryProtection: {limitMb: 64}}\nhub: {maxSeriesPerEntity: 5, memoryProtection: {ratio: 0.5}}", (s) => [s.gateway.maxColumnsPerDataview, s.gateway.maxCellLength, s.gateway.memoryProtection, s.hub.maxSeriesPerEntity, s.hub.memoryProtection], [3, 10, { limitMb: 64, ratio: 0.9 }, 5, { limitMb: 2048, ratio: 0.5 }]],
@@ -167,6 +167,8 @@ describe("parseSetup: invalid setups report every issue with its path", () => {
     ["nats url that is not nats://", "gateway: {name: G, publish: [{nats: {url: 'http://h'}}]}", [["gateway.publish[0].nats.url", "expected a NATS server URL"]]],
     ["sampler name with parentheses", withSamplers("{name: 'o(x)', plugin: rest-api}"), [[`${S0}.name`, "a sampler name without parentheses"]]],
     ["hub TLS certificate without key", withHub("{tls: {certificate: c.pem}}"), [["hub.tls.key", "needs both certificate and key"]]],
+    ["gateway TLS key without certificate", "gateway: {name: G, tls: {key: k.pem}}", [["gateway.tls.certificate", "gateway TLS needs both certificate and key"]]],
+    ["gateway TLS with an unknown key", "gateway: {name: G, tls: {cert: c.pem}}", [["gateway.tls.cert", "unknown"]]],
     ["Kerberos enabled without keytab and principal", withHub("{security: {kerberos: {enabled: true}}}"), [["hub.security.kerberos.keytab", "without a keytab"], ["hub.security.kerberos.servicePrincipal", "without a servicePrincipal"]]],
     ["malformed service principal", withHub("{security: {kerberos: {servicePrincipal: host}}}"), [["hub.security.kerberos.servicePrincipal", "HTTP/<host>@<REALM>"]]],
     ["duplicate app key client ids", withHub("{security: {appKeys: [{clientId: a, clientSecret: x}, {clientId: a, clientSecret: y}]}}"), [["hub.security.appKeys[1].clientId", "duplicate clientId 'a'"]]],

@@ -16,7 +16,7 @@ describe("the built-in sample setup", () => {
   };
   // biome-ignore format: one line per case (STYLE 16)
   const cases: [string, () => unknown, unknown][] = [
-    ["gateway GW1 publishes to memory on port 7039", () => setup.gateway, { name: "GW1", port: 7039, customDataviewMaxRows: 0, maxColumnsPerDataview: 256, maxCellLength: 8192, memoryProtection: { limitMb: 2048, ratio: 0.9 }, publish: [{ kind: "memory" }] }],
+    ["gateway GW1 publishes to memory on port 7039", () => setup.gateway, { name: "GW1", port: 7039, customDataviewMaxRows: 0, maxColumnsPerDataview: 256, maxCellLength: 8192, memoryProtection: { limitMb: 2048, ratio: 0.9 }, publish: [{ kind: "memory" }], tls: { certificate: "", key: "" } }],
     ["one probe on 127.0.0.1 with the default ports", () => setup.probes.map((p) => [p.name, p.hostname, p.restApiHttpPort, p.restApiHttpsPort]), [["probe1", "127.0.0.1", 7136, 7137]]],
     ["three managed entities", () => setup.probes[0]?.managedEntities.map((e) => e.name), ["web-01", "web-02", "db-01"]],
     ["web-01 is prod in emea", () => entity("web-01")?.attributes, { Environment: "prod", Region: "emea" }],

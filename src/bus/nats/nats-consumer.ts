@@ -123,6 +123,8 @@ export class NatsConsumer implements BusConsumer {
   private lastError: string | undefined;
   private delivered = 0;
   private retries = 0;
+  /** The consumer's pending count JetStream sent with the last message received (its lag). */
+  private pending: number | undefined;
   /** Handler rejections in a row, for the back-off. */
   private failures = 0;
 
@@ -185,6 +187,7 @@ export class NatsConsumer implements BusConsumer {
       state,
       delivered: this.delivered,
       retries: this.retries + (this.link?.failedAttempts ?? 0),
+      ...(this.pending === undefined ? {} : { pending: this.pending }),
       ...(lastError === undefined ? {} : { lastError }),
     };
   }
@@ -343,6 +346,8 @@ export class NatsConsumer implements BusConsumer {
     nakDelay: (backoff: number) => number,
   ): Promise<number | undefined> {
     const deliveries = batch.map(toDelivery);
+    // Once per batch: the lag behind its last message (parsed from that message's reply subject).
+    this.pending = batch.at(-1)?.info.pending ?? this.pending;
     try {
       await handler(deliveries);
     } catch (error) {

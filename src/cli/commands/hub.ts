@@ -1,4 +1,4 @@
-/** `vigil hub --config FILE [--store URL] [--bus URL] [--data-dir DIR] [--host HOST]` (DESIGN 1). */
+/** `vigil hub --config FILE [--store URL] [--bus URL] [--data-dir DIR] [--host HOST] [--gateway URL]` (DESIGN 1). */
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { startHubService } from "../../compose/hub-service.js";
@@ -15,6 +15,7 @@ interface HubCommandOptions {
   dataDir: string;
   host: string;
   port?: string;
+  gateway?: string;
   logLevel: string;
 }
 
@@ -28,6 +29,10 @@ export function registerHub(program: Command): void {
     .option("--data-dir <dir>", "signing keys, dead-letter file, embedded store", DEFAULT_DATA_DIR)
     .option("--host <host>", "address to listen on", ALL_INTERFACES)
     .option("--port <port>", "port to listen on (default: hub.port of the setup)")
+    .option(
+      "--gateway <url>",
+      "gateway the web console's snooze and assign actions go to (default http://127.0.0.1:<gateway.port>)",
+    )
     .option("--log-level <level>", "pino log level", "info")
     .action(async (options: HubCommandOptions) => {
       const logger = createLogger(options.logLevel);
@@ -44,6 +49,7 @@ export function registerHub(program: Command): void {
             dataDir,
             host: options.host,
             ...(options.port === undefined ? {} : { port: parsePort(options.port) }),
+            ...(options.gateway === undefined ? {} : { gatewayUrl: gatewayUrlOption(options.gateway) }),
             logger,
           }),
       });
@@ -55,4 +61,18 @@ export function parsePort(text: string): number {
   const port = Number(text);
   if (!/^\d{1,5}$/.test(text) || port > 65535) throw new Error(`--port must be 0–65535, not '${text}'`);
   return port;
+}
+
+/** `--gateway`: an http(s) URL, checked at start so a typo fails with its fix. */
+export function gatewayUrlOption(text: string): () => string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`--gateway must be a URL such as http://gateway-host:7039, not '${text}'`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new Error(`--gateway must be an http:// or https:// URL, not '${text}'`);
+  const base = url.origin;
+  return () => base;
 }

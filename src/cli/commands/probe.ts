@@ -10,6 +10,8 @@ import type { Command } from "commander";
 import { startProbeService } from "../../compose/probe-service.js";
 import { DEFAULT_GATEWAY_PORT } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
+import { readableCertificate } from "../../http/pinned-certificate.js";
+import { tlsEnabled } from "../../http/server-tls.js";
 import { webSocketConnector } from "../../link/websocket.js";
 import {
   addSecureModeOptions,
@@ -43,7 +45,12 @@ export function registerProbe(program: Command): void {
       const secure = secureModeFromFlags(options);
       const logger = createLogger(options.logLevel);
       const setup = options.config === undefined ? undefined : loadSetupFile(options.config);
-      const gateway = options.gateway ?? `http://127.0.0.1:${setup?.gateway.port ?? DEFAULT_GATEWAY_PORT}`;
+      // A setup whose gateway serves HTTPS: the link is wss, trusting gateway.tls.certificate.
+      const gatewayTls = setup !== undefined && tlsEnabled(setup.gateway.tls);
+      const gateway =
+        options.gateway ??
+        `${gatewayTls ? "https" : "http"}://127.0.0.1:${setup?.gateway.port ?? DEFAULT_GATEWAY_PORT}`;
+      const gatewayCertificate = gatewayTls ? readableCertificate(setup.gateway.tls.certificate) : undefined;
       await runService({
         logger,
         ...(setup === undefined || options.config === undefined
@@ -52,7 +59,7 @@ export function registerProbe(program: Command): void {
         start: () =>
           startProbeService({
             name: options.name,
-            link: webSocketConnector(gateway),
+            link: webSocketConnector(gateway, gatewayCertificate),
             ...(setup === undefined ? {} : { setup }),
             host: options.host,
             ...(secure === undefined ? {} : { secure }),

@@ -52,6 +52,11 @@ export interface NatsSinkOptions {
   /** First and largest delay between two first-connection attempts; defaults 100 ms and 5 s. */
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
+  /**
+   * Called once per batch JetStream acknowledged whole, with the sink's name and the seconds from
+   * the first message sent to the last acknowledgement (the self-metrics' publish latency).
+   */
+  readonly onPublished?: (sink: string, seconds: number) => void;
 }
 
 /** Counters of a NATS sink, for the gateway's status. */
@@ -133,7 +138,9 @@ export class NatsSink implements Sink {
           msgId: envelope.id,
         });
       }
+      const sent = performance.now();
       const result = await js.publish(items, this.timeoutMs);
+      this.options.onPublished?.(this.name, (performance.now() - sent) / 1000);
       this.acknowledged += result.acknowledged;
       this.duplicates += result.duplicates;
     } catch (error) {

@@ -464,6 +464,15 @@ export const HUB_OPENAPI = {
       },
     },
     "/v1/status": { get: { ...get("Store, ingest and consumer counters.", "Status").get, security: [] } },
+    "/metrics": {
+      get: {
+        summary: "Self-metrics in the Prometheus text format 0.0.4 (docs/operations.md, Metrics).",
+        responses: {
+          "200": { description: "OK", content: { "text/plain": { schema: { type: "string" } } } },
+          "401": errors["401"],
+        },
+      },
+    },
     "/token": {
       get: {
         summary: "A token for HTTP Basic (application key) or Negotiate (Kerberos) credentials.",

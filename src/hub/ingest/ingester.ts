@@ -125,9 +125,14 @@ export class Ingester {
     userassignment: (message, batch) => this.event(message, batch),
   };
 
+  /**
+   * `onCommit`, when given, is called with the seconds each committed store transaction took (the
+   * hub's self-metrics, issue 13).
+   */
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
+    private readonly onCommit?: (seconds: number) => void,
   ) {}
 
   /** Loads what the store already knows of entities, so a restarted hub keeps their attributes. */
@@ -187,6 +192,7 @@ export class Ingester {
   ): Promise<void> {
     if (items.length === 0) return;
     try {
+      const started = performance.now();
       const { batch, fresh } = await this.store.transaction(async (tx) => {
         const isNew = await tx.claim(items.map((item) => item.key));
         const batch = new BatchBuilder();
@@ -206,6 +212,7 @@ export class Ingester {
         });
         return { batch, fresh };
       });
+      this.onCommit?.((performance.now() - started) / 1000);
       // Committed: only now do the caches learn what the batch changed.
       for (const [k, v] of batch.probes) this.probes.set(k, v);
       for (const [k, v] of batch.known) this.entities.set(k, v);
