@@ -12,6 +12,7 @@
  * filled from what committed. Entity and series ids are identity columns: stable for the life of
  * the database, increasing, but not dense (a rolled-back or raced insert uses up an id).
  */
+
 import postgres, { type Sql } from "postgres";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
@@ -46,6 +47,7 @@ import {
 } from "./postgres-partitions.js";
 import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
 import { MIGRATE_LOCK_KEY, MIGRATIONS, MIGRATIONS_TABLE, PARTITION_LOCK_KEY } from "./postgres-schema.js";
+import { noDelaySocket, type PgSocketTarget } from "./postgres-socket.js";
 import { entityKeyString, type PgPending, PgTransaction } from "./postgres-transaction.js";
 
 /** Connections in one store's pool: one for the transaction, the rest for reads and partition DDL. */
@@ -75,6 +77,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     connect_timeout: POSTGRES_CONNECT_TIMEOUT_S,
     onnotice: () => undefined,
     connection: { application_name: "vigil-hub" },
+    // TCP_NODELAY: without it every COPY waits out a delayed acknowledgement (postgres-socket.ts).
+    // `socket` is a documented option (the client's README, "Custom socket") its types lack.
+    ...({ socket: (target: PgSocketTarget) => noDelaySocket(target) } as object),
   });
   return new PostgresStore(sql, maxSeriesPerEntity, seriesCacheEntries);
 }
