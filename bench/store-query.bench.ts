@@ -27,6 +27,7 @@ import {
 } from "@duckdb/node-api";
 import postgres from "postgres";
 import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
+import { noDelaySocket, type PgSocketTarget } from "../src/hub/store/postgres/postgres-socket.js";
 import { createPostgresStore } from "../src/hub/store/postgres/postgres-store.js";
 import type {
   Aggregation,
@@ -237,7 +238,12 @@ async function pg(): Promise<Record<string, unknown>> {
   try {
     const store = await createPostgresStore({ url });
     const rate = await backfill(store);
-    const sql = postgres(url, { max: 1, onnotice: () => undefined });
+    // The same TCP_NODELAY sockets as the store, so the baseline pays no delayed-ACK wait either.
+    const sql = postgres(url, {
+      max: 1,
+      onnotice: () => undefined,
+      ...({ socket: (target: PgSocketTarget) => noDelaySocket(target) } as object),
+    });
     await sql`VACUUM ANALYZE`;
     const p = await plan(store);
     const q = await timeQuery(() => store.queryMetrics(p));

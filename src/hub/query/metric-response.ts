@@ -119,17 +119,31 @@ export function buildMetricResponse(
     readonly group: Readonly<Record<string, string | number>>;
     readonly metrics: Record<string, Record<string, number | null>>;
   }
+  const fields = query.grouping.map(groupField);
+  const sameGroup = (
+    a: Readonly<Record<string, string | number>>,
+    b: Readonly<Record<string, string | number>>,
+  ) => fields.every((field) => a[field] === b[field]);
   const elements = new Map<string, Element>();
+  // The stores answer in bucket, group, identifier order, so a row usually belongs to the element
+  // of the row before it; the map (keyed by bucket and group) takes any other order.
+  let previous: Element | undefined;
   for (const row of rows) {
-    const groupKey = query.grouping.map((key) => row.group[groupField(key)] ?? null);
-    const key = JSON.stringify([row.bucket, groupKey]);
-    let element = elements.get(key);
+    let element =
+      previous !== undefined && previous.bucketMs === row.bucket && sameGroup(previous.group, row.group)
+        ? previous
+        : undefined;
     if (element === undefined) {
-      const metrics: Record<string, Record<string, number | null>> = {};
-      for (const metric of query.metrics) metrics[metric.identifier] = emptyValues();
-      element = { bucketMs: row.bucket, group: { ...row.group }, metrics };
-      elements.set(key, element);
+      const key = JSON.stringify([row.bucket, fields.map((field) => row.group[field] ?? null)]);
+      element = elements.get(key);
+      if (element === undefined) {
+        const metrics: Record<string, Record<string, number | null>> = {};
+        for (const metric of query.metrics) metrics[metric.identifier] = emptyValues();
+        element = { bucketMs: row.bucket, group: { ...row.group }, metrics };
+        elements.set(key, element);
+      }
     }
+    previous = element;
     const values = element.metrics[row.identifier];
     // A row for an identifier the query did not ask for is a store bug; it is not answered.
     if (values === undefined) continue;
@@ -139,13 +153,20 @@ export function buildMetricResponse(
     }
   }
 
-  const data = [...elements.values()]
-    .sort((a, b) => a.bucketMs - b.bucketMs || compareGroups(a.group, b.group, query.grouping))
-    .map((element) => ({
-      bucket: formatInZone(element.bucketMs, query.zone),
-      group: element.group,
-      metrics: element.metrics,
-    }));
+  const order = (a: Element, b: Element) =>
+    a.bucketMs - b.bucketMs || compareGroups(a.group, b.group, query.grouping);
+  const sorted = [...elements.values()];
+  if (sorted.some((element, i) => i > 0 && order(sorted[i - 1] as Element, element) > 0)) sorted.sort(order);
+  // Many groups share a bucket: its label is formatted once.
+  let labelMs = Number.NaN;
+  let label = "";
+  const data = sorted.map((element) => {
+    if (element.bucketMs !== labelMs) {
+      labelMs = element.bucketMs;
+      label = formatInZone(labelMs, query.zone);
+    }
+    return { bucket: label, group: element.group, metrics: element.metrics };
+  });
 
   return {
     schema: {

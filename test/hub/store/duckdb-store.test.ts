@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { decimalFraction, parseZone } from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";
+import {
+  buildZoneOffsetsQuery,
+  decimalFraction,
+  parseZone,
+  percentileDecimals,
+  scanWindow,
+} from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import { openStore } from "../../../src/hub/store/open-store.js";
 import type { IngestBatch } from "../../../src/hub/store/store.js";
@@ -226,6 +232,63 @@ describe("decimalFraction", () => {
   ];
   for (const [name, p] of bad)
     it(`refuses ${name}`, () => assert.throws(() => decimalFraction(p), RangeError));
+});
+
+describe("percentileDecimals", () => {
+  // biome-ignore format: one line per case (STYLE 16)
+  const cases: [string, string[], number, bigint[]][] = [
+    ["0.95 and 0.5 share two decimal places", ["0.95", "0.5"], 2, [95n, 50n]],
+    ["1 alone needs none", ["1"], 0, [1n]],
+    ["0 alone needs none", ["0"], 0, [0n]],
+    ["a trailing zero adds no place", ["0.070"], 2, [7n]],
+    [".5 beside 0.125 takes three places", [".5", "0.125"], 3, [500n, 125n]],
+    ["24 places are kept exactly", ["0.123456789012345678901234"], 24, [123456789012345678901234n]],
+  ];
+  for (const [name, ps, scale, values] of cases) {
+    it(name, () => {
+      const got = percentileDecimals(ps);
+      assert.equal(got.scale, scale);
+      assert.deepEqual(
+        got.values.map((v) => [v.value, v.width, v.scale]),
+        values.map((v) => [v, 38, scale]),
+      );
+    });
+  }
+});
+
+describe("scanWindow and the zone-offset query", () => {
+  const ms = (iso: string) => asEpochMs(Date.parse(iso));
+  const plan = { from: ms("2024-03-01T00:00:00Z"), to: ms("2024-04-01T00:00:00Z") };
+  it("narrows the range to the stored samples, in µs", () =>
+    assert.deepEqual(
+      scanWindow(plan, { firstMs: ms("2024-03-10T00:00:00Z"), lastMs: ms("2024-03-20T00:00:00Z") }),
+      {
+        fromUs: BigInt(ms("2024-03-10T00:00:00Z")) * 1000n,
+        toUs: (BigInt(ms("2024-03-20T00:00:00Z")) + 1n) * 1000n,
+      },
+    ));
+  it("keeps the range when nothing is known of the samples", () =>
+    assert.deepEqual(scanWindow(plan), { fromUs: BigInt(plan.from) * 1000n, toUs: BigInt(plan.to) * 1000n }));
+  it("is undefined when no stored sample can be in the range", () =>
+    assert.equal(
+      scanWindow(plan, { firstMs: ms("2024-05-01T00:00:00Z"), lastMs: ms("2024-06-01T00:00:00Z") }),
+      undefined,
+    ));
+  it("asks the same question for ranges within the same days (one cache entry)", () => {
+    const at = (from: string, to: string) =>
+      buildZoneOffsetsQuery("Europe/London", {
+        fromUs: BigInt(ms(from)) * 1000n,
+        toUs: BigInt(ms(to)) * 1000n,
+      });
+    const a = at("2024-03-31T00:10:00Z", "2024-03-31T05:00:00Z");
+    const b = at("2024-03-31T09:00:00Z", "2024-03-31T21:00:00Z");
+    assert.equal(a.key, b.key);
+    assert.deepEqual(a.values, b.values);
+    // 33 days before the day of `from`, to the end of the day of `to` plus an hour.
+    assert.equal(a.values.scan_from_us, BigInt(ms("2024-02-27T00:00:00Z")) * 1000n);
+    assert.equal(a.values.scan_to_us, BigInt(ms("2024-04-01T00:00:00Z")) * 1000n);
+    assert.notEqual(at("2024-03-31T00:10:00Z", "2024-03-31T23:30:00Z").key, a.key);
+  });
 });
 
 describe("openStore", () => {

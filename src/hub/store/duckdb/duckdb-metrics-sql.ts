@@ -1,9 +1,10 @@
 /**
- * Builds the one SQL statement that answers a metric query inside DuckDB (DESIGN 5.3, 5.5).
+ * Builds the SQL that answers a metric query inside DuckDB (DESIGN 5.3, 5.5).
  *
  * Every value that comes from a request (names, zone, times, p) is a bound parameter; the SQL text
  * depends only on the plan's shape (bucket kind, grouping keys, aggregation kinds, number of time
- * windows), so nothing a client sends is ever spliced into SQL.
+ * windows, number of UTC-offset segments of the zone in the range), so nothing a client sends is
+ * ever spliced into SQL.
  *
  * Buckets follow DESIGN 5.3 exactly, including DST: a bucket starts at the latest instant ≤ the
  * sample whose local wall-clock time is on the bucket grid (multiples of the size from local
@@ -11,28 +12,40 @@
  * minus the sample's offset". When an offset transition P lies between that candidate and the
  * sample, the boundary is either P itself (the grid point fell into the skipped gap, which moves it
  * to the end of the gap) or the last grid point before P, resolved with the offset in force before
- * P (in a repeated hour both instances of a grid time are boundaries). The transitions come from
- * scanning the zone's offset hourly over the query range and refining each change to the minute,
- * all inside the same statement. Assumption: at most one offset change per bucket and per hour,
- * at a whole minute — true of every zone in use since 1970 (Lord Howe's 30-minute shift included).
+ * P (in a repeated hour both instances of a grid time are boundaries).
+ *
+ * Two statements do it (issue 12: no time-zone work per sample). The first
+ * ({@link buildZoneOffsetsQuery}) asks ICU inside DuckDB for the zone's offset transitions around
+ * the range: it scans the offset hourly and refines each change to the minute, then to the second.
+ * The second ({@link buildMetricQuery}) splits the range at those transitions into segments of
+ * constant offset and scans each with plain integer arithmetic: local time is `ts + offset`, the
+ * local floor is a modulo (or `date_trunc` for months), and the offset, the transition that opens
+ * the segment and the offset before it are constants of the segment. A range without a transition
+ * is one segment: the constant-offset path. Assumption, as before: at most one offset change per
+ * bucket and per hour, at a whole second — true of every zone in use since 1970 (Lord Howe's
+ * 30-minute shift included).
  */
 import {
   BIGINT,
+  DECIMAL,
+  DuckDBDecimalValue,
+  type DuckDBMaterializedResult,
   DuckDBTimestampTZValue,
   type DuckDBType,
   type DuckDBValue,
-  HUGEINT,
   INTEGER,
   LIST,
   listValue,
   VARCHAR,
 } from "@duckdb/node-api";
+import { asEpochMs } from "../../../ids.js";
 import {
   type AggregationName,
   type BucketSpec,
   type GroupKey,
   MAX_PERCENTILE_DECIMALS,
   type MetricQueryPlan,
+  type MetricQueryRow,
   type TimeWindow,
 } from "../store.js";
 
@@ -45,6 +58,15 @@ export interface MetricSql {
   readonly groupColumns: readonly { readonly key: string; readonly numeric: boolean }[];
   /** Aggregation labels in output column order (after bucket, group columns and identifier). */
   readonly labels: readonly string[];
+  /** The identifiers by the number that stands for each in the answer's identifier column. */
+  readonly identifiers: readonly string[];
+}
+
+/** A statement with named parameters and nothing else to know about its answer. */
+export interface Statement {
+  readonly sql: string;
+  readonly values: Record<string, DuckDBValue>;
+  readonly types: Record<string, DuckDBType>;
 }
 
 /** A zone the database can use: an ICU zone name, or a fixed offset applied by arithmetic. */
@@ -52,12 +74,46 @@ export type ZoneSpec =
   | { readonly kind: "named"; readonly name: string }
   | { readonly kind: "fixed"; readonly offsetSeconds: number };
 
+/** One change of a zone's UTC offset: from `beforeUs` to `afterUs` (µs east of UTC) at `atUs`. */
+export interface OffsetTransition {
+  readonly atUs: bigint;
+  readonly beforeUs: bigint;
+  readonly afterUs: bigint;
+}
+
+/**
+ * A zone's UTC offsets around a query: `initialUs` is in force from before the range (at least
+ * {@link TRANSITION_LOOKBACK_MS} before it) until the first of `transitions` (time-ordered, each
+ * strictly later than the one before). A fixed offset has no transitions.
+ */
+export interface ZoneOffsets {
+  readonly initialUs: bigint;
+  readonly transitions: readonly OffsetTransition[];
+}
+
+/** The instants `[fromUs, toUs)` (µs since the epoch) where samples of a query can be. */
+export interface ScanWindow {
+  readonly fromUs: bigint;
+  readonly toUs: bigint;
+}
+
 const FIXED_OFFSET = /^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?$/i;
 const US_PER_MS = 1000n;
+const SECOND_US = 1_000_000n;
 const MINUTE_US = 60_000_000n;
 const HOUR_US = 3_600_000_000n;
+const DAY_US = 86_400_000_000n;
+const WEEK_US = 7n * DAY_US;
+/** 1970-01-05, the first Monday after the epoch, in days: ISO weeks start on Monday. */
+const FIRST_MONDAY_US = 4n * DAY_US;
 /** How far before `from` to look for offset transitions: longer than the longest bucket (a month). */
-const TRANSITION_LOOKBACK_MS = 33 * 86_400_000; // 33 days
+export const TRANSITION_LOOKBACK_MS = 33 * 86_400_000; // 33 days
+/**
+ * Most scans of `samples` one statement makes: a range with more offset segments than this (a
+ * London query over more than eight years) scans groups of consecutive segments, choosing each
+ * sample's segment with a CASE. Exported for tests.
+ */
+export const MAX_SEGMENT_SCANS = 16;
 /** Denominators above this could overflow HUGEINT in `num · n` for very large groups. */
 const MAX_PERCENTILE_DENOMINATOR = 10n ** BigInt(MAX_PERCENTILE_DECIMALS);
 
@@ -119,7 +175,36 @@ function gcd(a: bigint, b: bigint): bigint {
   return x === 0n ? 1n : x;
 }
 
-type AggregationSql = (i: number) => { readonly inner: string | null; readonly outer: string };
+/**
+ * The percentiles `ps` (decimal strings) as DECIMAL(38, s) values, s the fewest decimal places
+ * that hold every one exactly (0.95 and 0.5 → 95 and 50 with scale 2; 1 alone → 1 with scale 0).
+ * DuckDB's `quantile_disc` with a DECIMAL quantile picks the value at 1-based position
+ * max(1, ⌈p·n⌉), computed in integer arithmetic on the decimal (with a DOUBLE quantile it computes
+ * in binary floating point, and 0.55 of 100 would be the 56th): exactly DESIGN 5.3's nearest rank.
+ * test/hub/store/metric-query-reference.test.ts holds it to that rule for every n up to 100.
+ */
+export function percentileDecimals(ps: readonly string[]): {
+  readonly scale: number;
+  readonly values: readonly DuckDBDecimalValue[];
+} {
+  const fractions = ps.map(decimalFraction);
+  let scale = 0;
+  let power = 1n;
+  while (fractions.some((f) => power % f.denominator !== 0n)) {
+    scale += 1;
+    power *= 10n;
+  }
+  return {
+    scale,
+    values: fractions.map((f) => new DuckDBDecimalValue((f.numerator * power) / f.denominator, 38, scale)),
+  };
+}
+
+/** The select-list entries of one aggregation: in the grouped query, and reading that in the outer one. */
+type AggregationSql = (
+  i: number,
+  percentile: number,
+) => { readonly inner: string | null; readonly outer: string };
 
 const simple =
   (fn: string): AggregationSql =>
@@ -128,7 +213,11 @@ const simple =
 /**
  * One entry per aggregation (STYLE 6). first/last: among samples with the same earliest (latest)
  * timestamp, the smallest (largest) value wins, so the answer does not depend on storage order.
- * percentile: nearest rank k = max(1, ⌈num·n/den⌉) in HUGEINT, never a float quantile.
+ * percentile: element `percentile` (1-based) of one `quantile_disc` over the list of every
+ * percentile of the query as DECIMALs, nearest rank max(1, ⌈p·n⌉) (see
+ * {@link percentileDecimals}), never a float quantile. One call, not one per percentile: it sorts
+ * once, and DuckDB 1.5 merges `quantile_disc` calls whose DECIMAL parameters have the same type
+ * into one, answering the first p for all of them (found by the rank test named above).
  */
 const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
   "svc.count": simple("count(value)"),
@@ -138,12 +227,12 @@ const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
   "svc.avg": simple("avg(value)"),
   "svc.var": simple("var_pop(value)"),
   "svc.stddev": simple("stddev_pop(value)"),
+  // A STRUCT key orders by time, then value. Measured (issue 12): as fast as a HUGEINT key made of
+  // the time and the value's bits, and unlike a BIGINT time key alone it breaks ties the same way
+  // on every run.
   "svc.first": simple("arg_min(value, (ts_us, value))"),
   "svc.last": simple("arg_max(value, (ts_us, value))"),
-  "svc.percentile": (i) => ({
-    inner: null,
-    outer: `sorted[CAST(greatest(1, ($p${i}_num * len(sorted) + $p${i}_den - 1) // $p${i}_den) AS BIGINT)]`,
-  }),
+  "svc.percentile": (_i, percentile) => ({ inner: null, outer: `pct[${percentile}]` }),
 };
 
 const GROUP_COLUMNS = { rowname: "row_name", entity: "entity_id", attribute: "attr" } as const;
@@ -152,28 +241,154 @@ function groupName(key: GroupKey): keyof typeof GROUP_COLUMNS {
   return typeof key === "string" ? key : "attribute";
 }
 
-/** The local-floor expression of a naive local TIMESTAMP for each bucket kind. */
-const TRUNCATE: Record<BucketSpec["kind"], (local: string) => string> = {
-  minutes: (local) => `time_bucket(to_minutes($bucket_minutes), ${local})`,
-  day: (local) => `date_trunc('day', ${local})`,
-  week: (local) => `date_trunc('week', ${local})`,
-  month: (local) => `date_trunc('month', ${local})`,
-};
-
-const timestampTz = (ms: number): DuckDBTimestampTZValue =>
-  new DuckDBTimestampTZValue(BigInt(ms) * US_PER_MS);
+/** `x` modulo `m` rounded toward minus infinity (DuckDB's `%` keeps the sign of `x`). */
+const floorMod = (x: string, m: string): string => `((${x} % ${m}) + ${m}) % ${m}`;
 
 /**
- * Builds the statement for `plan` (see the file comment for the bucket rule). `stored`, the first
- * and last sample times in the store when known, narrows the scan for offset transitions to where
- * samples can be (a query over a century of mostly empty time stays fast); without it the scan
- * covers the whole range. Throws a RangeError for an invalid percentile or an out-of-range fixed
- * offset; an unknown zone name is reported by DuckDB when the statement runs.
+ * The local floor of a local time given as µs since the local epoch (`l`, a column name or a
+ * parenthesised expression), as µs since the local epoch, for each bucket kind: plain arithmetic
+ * for minutes (sizes divide a day, so the grid from local midnight is the grid from the local
+ * epoch), days and ISO weeks; `date_trunc` for calendar months.
  */
-export function buildMetricQuery(
-  plan: MetricQueryPlan,
+const TRUNCATE: Record<BucketSpec["kind"], (l: string) => string> = {
+  minutes: (l) => `${l} - ${floorMod(l, "$bucket_us")}`,
+  day: (l) => `${l} - ${floorMod(l, `${DAY_US}`)}`,
+  week: (l) => `${l} - ${floorMod(`${l} - ${FIRST_MONDAY_US}`, `${WEEK_US}`)}`,
+  month: (l) => `epoch_us(date_trunc('month', make_timestamp(${l})))`,
+};
+
+const timestampTz = (us: bigint): DuckDBTimestampTZValue => new DuckDBTimestampTZValue(us);
+
+/** `a / b` rounded toward minus infinity (BigInt division truncates). */
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return q * b > a ? q - 1n : q;
+}
+
+/**
+ * The statement that lists a named zone's UTC offsets around a query (see the file comment): one
+ * row `(NULL, NULL, initial offset)` and one row `(instant, offset before, offset after)` per
+ * transition, in time order; read it with {@link readZoneOffsets}. It scans from at least
+ * {@link TRANSITION_LOOKBACK_MS} before `window.fromUs` (so that a month bucket starting before the
+ * range still sees its transition) to at least an hour after `window.toUs`, widened to whole UTC
+ * days so that queries over nearby ranges ask the same question: `key` names it, for a cache (a
+ * zone's rules do not change while the process runs).
+ */
+export function buildZoneOffsetsQuery(
+  zone: string,
+  window: ScanWindow,
+): Statement & { readonly key: string } {
+  const scanFrom = floorDiv(window.fromUs - BigInt(TRANSITION_LOOKBACK_MS) * US_PER_MS, DAY_US) * DAY_US;
+  const scanTo = (floorDiv(window.toUs + HOUR_US - 1n, DAY_US) + 1n) * DAY_US;
+  const offsetAt = (us: string): string =>
+    `epoch_us(timezone($zone, to_timestamp(0) + to_microseconds(${us}))) - ${us}`;
+  // The first whole minute with the new offset bounds the transition; the first whole second with
+  // it inside that minute is the transition instant.
+  const sql = `WITH scan AS (
+      SELECT r.t_us, ${offsetAt("r.t_us")} AS off_us FROM range($scan_from_us, $scan_to_us, ${HOUR_US}) r(t_us)
+    ),
+    steps AS (
+      SELECT lag(t_us) OVER (ORDER BY t_us) AS prev_t, t_us, lag(off_us) OVER (ORDER BY t_us) AS prev_off, off_us
+      FROM scan
+    ),
+    changes AS (SELECT * FROM steps WHERE prev_off <> off_us),
+    minutes AS (
+      SELECT min(m.m_us) AS m_us, c.prev_off, c.off_us
+      FROM changes c, range(c.prev_t + ${MINUTE_US}, c.t_us + 1, ${MINUTE_US}) m(m_us)
+      WHERE ${offsetAt("m.m_us")} = c.off_us
+      GROUP BY c.prev_t, c.prev_off, c.off_us
+    ),
+    seconds AS (
+      SELECT min(s.s_us) AS at_us, c.prev_off, c.off_us
+      FROM minutes c, range(c.m_us - ${MINUTE_US} + ${SECOND_US}, c.m_us + 1, ${SECOND_US}) s(s_us)
+      WHERE ${offsetAt("s.s_us")} = c.off_us
+      GROUP BY c.m_us, c.prev_off, c.off_us
+    )
+    SELECT NULL::BIGINT AS at_us, NULL::BIGINT AS before_us, off_us AS after_us
+    FROM (SELECT off_us FROM scan ORDER BY t_us LIMIT 1)
+    UNION ALL
+    SELECT at_us, prev_off, off_us FROM seconds
+    ORDER BY at_us NULLS FIRST`;
+  return {
+    sql,
+    values: { zone, scan_from_us: scanFrom, scan_to_us: scanTo },
+    types: { zone: VARCHAR, scan_from_us: BIGINT, scan_to_us: BIGINT },
+    key: `${zone} ${scanFrom} ${scanTo}`,
+  };
+}
+
+/** The answer of {@link buildZoneOffsetsQuery}, rows of `[at, before, after]` as bigint or null. */
+export function readZoneOffsets(rows: readonly (readonly unknown[])[]): ZoneOffsets {
+  let initialUs: bigint | undefined;
+  const transitions: OffsetTransition[] = [];
+  for (const [at, before, after] of rows) {
+    if (typeof after !== "bigint") throw new TypeError("zone offsets: no offset in a row");
+    if (at === null) initialUs = after;
+    else if (typeof at === "bigint" && typeof before === "bigint") {
+      transitions.push({ atUs: at, beforeUs: before, afterUs: after });
+    }
+  }
+  if (initialUs === undefined) throw new TypeError("zone offsets: no initial offset");
+  return { initialUs, transitions };
+}
+
+/** The offsets of a fixed-offset zone: one offset, no transitions. */
+export function fixedZoneOffsets(offsetSeconds: number): ZoneOffsets {
+  return { initialUs: BigInt(offsetSeconds) * SECOND_US, transitions: [] };
+}
+
+/**
+ * Where samples of `plan` can be: its range narrowed to `stored`, the first and last sample times
+ * in the store, when known (a query over a century of mostly empty time scans only where samples
+ * are). Undefined when no sample can match.
+ */
+export function scanWindow(
+  plan: Pick<MetricQueryPlan, "from" | "to">,
   stored?: { readonly firstMs: number; readonly lastMs: number },
-): MetricSql {
+): ScanWindow | undefined {
+  const first = Math.max(plan.from, stored?.firstMs ?? plan.from);
+  const end = Math.min(plan.to, (stored?.lastMs ?? plan.to) + 1);
+  if (!(first < end)) return undefined;
+  return { fromUs: BigInt(first) * US_PER_MS, toUs: BigInt(end) * US_PER_MS };
+}
+
+/** A stretch `[fromUs, toUs)` of constant offset, and the transition that opened it, if recent. */
+interface Segment {
+  readonly fromUs: bigint;
+  readonly toUs: bigint;
+  readonly offsetUs: bigint;
+  readonly opened: OffsetTransition | null;
+}
+
+/** `window` cut at the transitions inside it; the first segment keeps the latest earlier transition. */
+function segments(offsets: ZoneOffsets, window: ScanWindow): Segment[] {
+  const out: Segment[] = [];
+  let offsetUs = offsets.initialUs;
+  let opened: OffsetTransition | null = null;
+  let fromUs = window.fromUs;
+  for (const t of offsets.transitions) {
+    if (t.atUs <= window.fromUs) {
+      offsetUs = t.afterUs;
+      opened = t;
+      continue;
+    }
+    if (t.atUs >= window.toUs) break;
+    out.push({ fromUs, toUs: t.atUs, offsetUs, opened });
+    fromUs = t.atUs;
+    offsetUs = t.afterUs;
+    opened = t;
+  }
+  out.push({ fromUs, toUs: window.toUs, offsetUs, opened });
+  return out;
+}
+
+/**
+ * Builds the statement for `plan` (see the file comment for the bucket rule) over the samples in
+ * `window` (from {@link scanWindow}), with the zone's `offsets` (from {@link readZoneOffsets} for a
+ * named zone, {@link fixedZoneOffsets} for a fixed one). Throws a RangeError for an invalid
+ * percentile.
+ */
+export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, window: ScanWindow): MetricSql {
   const values: Record<string, DuckDBValue> = {};
   const types: Record<string, DuckDBType> = {};
   const bind = (name: string, value: DuckDBValue, type: DuckDBType): void => {
@@ -196,29 +411,25 @@ export function buildMetricQuery(
     LIST(VARCHAR),
   );
 
+  // Identifiers travel as numbers numbered in code-point order (UTF-8 byte order, DuckDB's VARCHAR
+  // order), so grouping hashes an integer and ordering by the number orders by the identifier.
+  const identifiers = [...new Set(plan.metrics.map((m) => m.identifier))].sort((a, b) =>
+    Buffer.compare(Buffer.from(a), Buffer.from(b)),
+  );
+  const identifierNumber = new Map(identifiers.map((id, i) => [id, i]));
   const selectors = plan.metrics.flatMap((m) => m.include.map((s) => ({ identifier: m.identifier, ...s })));
-  bind("sel_identifier", listValue(selectors.map((s) => s.identifier)), LIST(VARCHAR));
+  bind(
+    "sel_identifier",
+    listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)),
+    LIST(INTEGER),
+  );
   bind("sel_sampler", listValue(selectors.map((s) => s.sampler)), LIST(VARCHAR));
   bind("sel_sampler_type", listValue(selectors.map((s) => s.samplerType)), LIST(VARCHAR));
   bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), LIST(VARCHAR));
   bind("sel_row", listValue(selectors.map((s) => s.row)), LIST(VARCHAR));
   bind("sel_column", listValue(selectors.map((s) => s.column)), LIST(VARCHAR));
-  // TIMESTAMPTZ values carry their own type.
-  values.from = timestampTz(plan.from);
-  values.to = timestampTz(plan.to);
-
-  const zone = parseZone(plan.zone);
-  let local: (tstz: string) => string;
-  if (zone.kind === "named") {
-    bind("zone", zone.name, VARCHAR);
-    local = (tstz) => `timezone($zone, ${tstz})`;
-  } else {
-    bind("shift_us", BigInt(zone.offsetSeconds) * 1_000_000n, BIGINT);
-    local = (tstz) => `make_timestamp(epoch_us(${tstz}) + $shift_us)`;
-  }
-  if (plan.bucket.kind === "minutes") bind("bucket_minutes", BigInt(plan.bucket.minutes), BIGINT);
+  if (plan.bucket.kind === "minutes") bind("bucket_us", BigInt(plan.bucket.minutes) * MINUTE_US, BIGINT);
   const truncate = TRUNCATE[plan.bucket.kind];
-
   const windowSql = plan.timeWindows.map((w, i) => timeWindowSql(w, i, bind));
 
   const ctes: string[] = [
@@ -237,87 +448,58 @@ export function buildMetricQuery(
          AND (sel.sampler_type IS NULL OR s.sampler_type = sel.sampler_type)
          AND (CASE WHEN sel.row_name IS NULL THEN s.row_name <> '' ELSE s.row_name = sel.row_name END)
      )`,
-    `picked AS (
-       SELECT m.identifier, m.row_name, m.entity_id, m.attr, x.value, epoch_us(x.ts) AS ts_us,
-              ${local("x.ts")} AS loc
-       FROM samples x JOIN matched m ON m.series_id = x.series_id
-       WHERE x.value IS NOT NULL AND x.ts >= $from AND x.ts < $to
-     )`,
-    `located AS (
-       SELECT *, epoch_us(loc) - ts_us AS off_us, epoch_us(${truncate("loc")}) AS f_us,
-              epoch_us(loc) - epoch_us(date_trunc('day', loc)) AS sod_us
-       FROM picked
-     )`,
   ];
-  const source = windowSql.length === 0 ? "located" : "windowed";
-  if (windowSql.length > 0) ctes.push(`windowed AS (SELECT * FROM located WHERE ${windowSql.join(" OR ")})`);
 
-  let bucketExpr: string;
-  let bucketFrom: string;
-  if (zone.kind === "named") {
-    const first = Math.max(plan.from, stored?.firstMs ?? plan.from);
-    const end = Math.min(plan.to, (stored?.lastMs ?? plan.to) + 1);
-    const scanFrom = (BigInt(first - TRANSITION_LOOKBACK_MS) * US_PER_MS) / HOUR_US;
-    bind("scan_from_us", scanFrom * HOUR_US, BIGINT);
-    bind("scan_to_us", BigInt(end) * US_PER_MS + HOUR_US, BIGINT);
-    const offsetAt = (us: string): string =>
-      `epoch_us(timezone($zone, to_timestamp(0) + to_microseconds(${us}))) - ${us}`;
-    ctes.push(
-      `scan AS (SELECT r.t_us, ${offsetAt("r.t_us")} AS off_us FROM range($scan_from_us, $scan_to_us, ${HOUR_US}) r(t_us))`,
-      `steps AS (
-         SELECT lag(t_us) OVER (ORDER BY t_us) AS prev_t, t_us, lag(off_us) OVER (ORDER BY t_us) AS prev_off, off_us
-         FROM scan
-       )`,
-      `changes AS (SELECT * FROM steps WHERE prev_off <> off_us)`,
-      // The first whole minute with the new offset is the transition instant P.
-      `trans AS (
-         SELECT min(m.m_us) AS p_us, c.prev_off
-         FROM changes c, range(c.prev_t + ${MINUTE_US}, c.t_us + 1, ${MINUTE_US}) m(m_us)
-         WHERE ${offsetAt("m.m_us")} = c.off_us
-         GROUP BY c.prev_t, c.prev_off
-       )`,
-    );
-    bucketExpr = `CASE
-        WHEN t.p_us IS NULL OR l.f_us - l.off_us >= t.p_us THEN l.f_us - l.off_us
-        WHEN l.f_us >= t.p_us + t.prev_off THEN t.p_us
-        ELSE epoch_us(${truncate("make_timestamp(t.p_us + t.prev_off - 1)")}) - t.prev_off
-      END`;
-    bucketFrom = `${source} l ASOF LEFT JOIN trans t ON l.ts_us >= t.p_us`;
-  } else {
-    bucketExpr = "l.f_us - l.off_us";
-    bucketFrom = `${source} l`;
+  // Segment i binds $g<i>_off (its offset), $g<i>_from (its start, when a CASE needs it), and when
+  // a transition opened it $g<i>_p (the instant) and $g<i>_q (the offset before); scan k binds
+  // $s<k>_from and $s<k>_to (TIMESTAMPTZ values carry their own type).
+  const all = segments(offsets, window);
+  const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
+  const scans: string[] = [];
+  for (let first = 0; first < all.length; first += perScan) {
+    const k = scans.length;
+    const group = all.slice(first, first + perScan).map((g, j) => ({ ...g, i: first + j }));
+    group.forEach((g, j) => {
+      bind(`g${g.i}_off`, g.offsetUs, BIGINT);
+      if (j > 0) bind(`g${g.i}_from`, g.fromUs, BIGINT);
+      if (g.opened !== null) {
+        bind(`g${g.i}_p`, g.opened.atUs, BIGINT);
+        bind(`g${g.i}_q`, g.opened.beforeUs, BIGINT);
+      }
+    });
+    values[`s${k}_from`] = timestampTz((group[0] as Segment).fromUs);
+    values[`s${k}_to`] = timestampTz((group[group.length - 1] as Segment).toUs);
+    scans.push(segmentScan(k, group, truncate, windowSql));
   }
-  ctes.push(
-    `bucketed AS (
-       SELECT l.identifier, l.row_name, l.entity_id, l.attr, l.value, l.ts_us, ${bucketExpr} AS bucket_us
-       FROM ${bucketFrom}
-     )`,
-  );
+  ctes.push(`bucketed AS (${scans.join("\n     UNION ALL\n     ")})`);
 
   const groupColumns = plan.grouping.map((g) => ({
     key: groupName(g),
     column: GROUP_COLUMNS[groupName(g)],
     numeric: groupName(g) === "entity",
   }));
-  const keyColumns = ["bucket_us", ...groupColumns.map((g) => g.column), "identifier"].join(", ");
+  // With one identifier (the common case) it is constant: one grouping key less to hash.
+  const identifierKey = identifiers.length === 1 ? [] : ["identifier"];
+  const keyColumns = ["bucket_us", ...groupColumns.map((g) => g.column), ...identifierKey].join(", ");
+  const ps = plan.aggregations.filter((a) => a.name === "svc.percentile").map((a) => a.p ?? "");
   const inner: string[] = [];
   const outer: string[] = [];
+  let percentile = 0;
   plan.aggregations.forEach((a, i) => {
-    const sql = AGGREGATIONS[a.name](i);
+    if (a.name === "svc.percentile") percentile += 1;
+    const sql = AGGREGATIONS[a.name](i, percentile);
     if (sql.inner !== null) inner.push(sql.inner);
     outer.push(`${sql.outer} AS a${i}`);
-    if (a.name === "svc.percentile") {
-      const { numerator, denominator } = decimalFraction(a.p ?? "");
-      bind(`p${i}_num`, numerator, HUGEINT);
-      bind(`p${i}_den`, denominator, HUGEINT);
-    }
   });
-  if (plan.aggregations.some((a) => a.name === "svc.percentile"))
-    inner.push("list(value ORDER BY value) AS sorted");
+  if (ps.length > 0) {
+    const { scale, values: decimals } = percentileDecimals(ps);
+    bind("ps", listValue([...decimals]), LIST(DECIMAL(38, scale)));
+    inner.push("quantile_disc(value, $ps) AS pct");
+  }
   ctes.push(`agg AS (SELECT ${[keyColumns, ...inner].join(", ")} FROM bucketed GROUP BY ${keyColumns})`);
 
   const sql = `WITH ${ctes.join(",\n")}
-SELECT ${["bucket_us // 1000 AS bucket_ms", ...groupColumns.map((g) => g.column), "identifier", ...outer].join(", ")}
+SELECT ${["bucket_us // 1000 AS bucket_ms", ...groupColumns.map((g) => g.column), identifierKey.length === 0 ? "0 AS identifier" : "identifier", ...outer].join(", ")}
 FROM agg ORDER BY ${keyColumns}`;
 
   return {
@@ -326,25 +508,121 @@ FROM agg ORDER BY ${keyColumns}`;
     types,
     groupColumns: groupColumns.map(({ key, numeric }) => ({ key, numeric })),
     labels: plan.aggregations.map((a) => a.label),
+    identifiers,
   };
 }
 
 /**
- * One time window as a predicate on `sod_us` (µs after local midnight) and the local ISO weekday.
- * Overnight when to < from; from = to covers the whole day (a zero-length window is never meant).
+ * One scan of `samples` over the segments `group` (consecutive, one offset each): the matched
+ * samples with their bucket start `bucket_us`. With one segment the offset and transition are
+ * constants; with several a CASE on the sample time picks them.
+ */
+function segmentScan(
+  k: number,
+  group: readonly (Segment & { readonly i: number })[],
+  truncate: (l: string) => string,
+  windowSql: readonly string[],
+): string {
+  const pick = (value: (g: Segment & { readonly i: number }) => string): string => {
+    const [head, ...rest] = group;
+    if (head === undefined) throw new RangeError("a scan needs a segment");
+    if (rest.length === 0) return value(head);
+    // Each segment but the last runs until the next one (numbered one higher) starts.
+    const whens = group.slice(0, -1).map((g) => `WHEN ts_us < $g${g.i + 1}_from THEN ${value(g)}`);
+    return `CASE ${whens.join(" ")} ELSE ${value(rest[rest.length - 1] ?? head)} END`;
+  };
+  const opened = group.some((g) => g.opened !== null);
+  const segmentColumns = [`${pick((g) => `$g${g.i}_off`)} AS off_us`];
+  if (opened) {
+    segmentColumns.push(
+      `${pick((g) => (g.opened === null ? "NULL::BIGINT" : `$g${g.i}_p`))} AS p_us`,
+      `${pick((g) => (g.opened === null ? "NULL::BIGINT" : `$g${g.i}_q`))} AS q_us`,
+    );
+  }
+  // A sample after a transition whose grid point lies before it: the boundary is the transition
+  // (the grid point fell into a skipped gap) or the last grid point before it, in the old offset.
+  const bucket = opened
+    ? `CASE WHEN p_us IS NULL OR f_us - off_us >= p_us THEN f_us - off_us
+              WHEN f_us >= p_us + q_us THEN p_us
+              ELSE ${truncate("(p_us + q_us - 1)")} - q_us END`
+    : "f_us - off_us";
+  const local = [`${truncate("l_us")} AS f_us`];
+  if (windowSql.length > 0) local.push(`${floorMod("l_us", `${DAY_US}`)} AS sod_us`);
+  const where = windowSql.length === 0 ? "" : `WHERE ${windowSql.join(" OR ")}`;
+  return `SELECT identifier, row_name, entity_id, attr, value, ts_us, ${bucket} AS bucket_us
+       FROM (SELECT *, ${local.join(", ")}
+         FROM (SELECT *, ts_us + off_us AS l_us
+           FROM (SELECT *, ${segmentColumns.join(", ")}
+             FROM (SELECT m.identifier, m.row_name, m.entity_id, m.attr, x.value, epoch_us(x.ts) AS ts_us
+               FROM samples x JOIN matched m ON m.series_id = x.series_id
+               WHERE x.value IS NOT NULL AND x.ts >= $s${k}_from AND x.ts < $s${k}_to))))
+       ${where}`;
+}
+
+/**
+ * One time window as a predicate on `sod_us` (µs after local midnight) and the local ISO weekday
+ * of `l_us` (local µs since the local epoch, a Thursday). Overnight when to < from; from = to
+ * covers the whole day (a zero-length window is never meant).
  */
 function timeWindowSql(
   w: TimeWindow,
   i: number,
   bind: (name: string, value: DuckDBValue, type: DuckDBType) => void,
 ): string {
-  bind(`w${i}_from`, BigInt(w.fromSecond) * 1_000_000n, BIGINT);
-  bind(`w${i}_to`, BigInt(w.toSecond) * 1_000_000n, BIGINT);
+  bind(`w${i}_from`, BigInt(w.fromSecond) * SECOND_US, BIGINT);
+  bind(`w${i}_to`, BigInt(w.toSecond) * SECOND_US, BIGINT);
   const time =
     w.fromSecond < w.toSecond
       ? `sod_us >= $w${i}_from AND sod_us < $w${i}_to`
       : `(sod_us >= $w${i}_from OR sod_us < $w${i}_to)`;
   if (w.days === undefined) return `(${time})`;
   bind(`w${i}_days`, listValue([...w.days]), LIST(INTEGER));
-  return `(${time} AND list_contains($w${i}_days, CAST(isodow(loc) AS INTEGER)))`;
+  // Day 0 of the local epoch (1970-01-01) is a Thursday, ISO weekday 4.
+  const isoWeekday = `CAST(${floorMod(`(l_us - sod_us) // ${DAY_US} + 3`, "7")} + 1 AS INTEGER)`;
+  return `(${time} AND list_contains($w${i}_days, ${isoWeekday}))`;
+}
+
+/** A number from a DuckDB vector item: BIGINT and HUGEINT arrive as bigint. */
+function numberOf(item: DuckDBValue): number | null {
+  if (item === null) return null;
+  if (typeof item === "number") return item;
+  if (typeof item === "bigint") return Number(item);
+  throw new TypeError(`expected a number from DuckDB, got ${typeof item}`);
+}
+
+/**
+ * The rows of a metric query's `result`, read column by column from DuckDB's vectors (numbers
+ * straight from their typed arrays, no per-cell value conversion): bucket start, group values
+ * (`query.groupColumns`; entity ids numeric, names as strings, "" for a missing one), identifier,
+ * and the aggregations keyed by `query.labels`, null where DuckDB has NULL.
+ */
+export function readMetricRows(result: DuckDBMaterializedResult, query: MetricSql): MetricQueryRow[] {
+  const rows: MetricQueryRow[] = [];
+  const groups = query.groupColumns.length;
+  for (let c = 0; c < result.chunkCount; c++) {
+    const chunk = result.getChunk(c);
+    const bucket = chunk.getColumnVector(0);
+    const groupVectors = query.groupColumns.map((g, i) => ({ ...g, vector: chunk.getColumnVector(1 + i) }));
+    const identifier = chunk.getColumnVector(1 + groups);
+    const aggregates = query.labels.map((label, i) => ({
+      label,
+      vector: chunk.getColumnVector(2 + groups + i),
+    }));
+    for (let r = 0; r < chunk.rowCount; r++) {
+      const group: Record<string, string | number> = {};
+      for (const g of groupVectors) {
+        const v = g.vector.getItem(r);
+        group[g.key] = g.numeric ? (numberOf(v) ?? 0) : String(v ?? "");
+      }
+      const values: Record<string, number | null> = {};
+      for (const a of aggregates) values[a.label] = numberOf(a.vector.getItem(r));
+      rows.push({
+        bucket: asEpochMs(numberOf(bucket.getItem(r)) ?? 0),
+        group,
+        identifier: query.identifiers[numberOf(identifier.getItem(r)) ?? -1] ?? "",
+        values,
+      });
+    }
+  }
+  return rows;
 }

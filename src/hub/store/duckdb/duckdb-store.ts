@@ -40,7 +40,16 @@ import type {
 } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
-import { buildMetricQuery, parseZone } from "./duckdb-metrics-sql.js";
+import {
+  buildMetricQuery,
+  buildZoneOffsetsQuery,
+  fixedZoneOffsets,
+  parseZone,
+  readMetricRows,
+  readZoneOffsets,
+  scanWindow,
+  type ZoneOffsets,
+} from "./duckdb-metrics-sql.js";
 import {
   countSamplesSql,
   entitySeverity,
@@ -58,6 +67,9 @@ import {
   type PendingChanges,
   type SampleSpan,
 } from "./duckdb-transaction.js";
+
+/** Zone-offset answers kept for metric queries (a few hundred bytes each). */
+const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 
 export interface DuckDbStoreOptions {
   /** A database file (created with its folder when missing) or `:memory:`. */
@@ -118,6 +130,8 @@ class DuckDbStore implements Store {
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
+  /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
+  private readonly zoneOffsets = new Map<string, ZoneOffsets>();
   /** Zone names ICU inside DuckDB knows; read once, on the first query with a named zone. */
   private zoneNames: Set<string> | undefined;
   private closed = false;
@@ -259,28 +273,26 @@ class DuckDbStore implements Store {
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) {
       return this.read(async () => []);
     }
-    const query = buildMetricQuery(plan, this.sampleSpan ?? undefined);
+    const zone = parseZone(plan.zone);
+    const window = scanWindow(plan, this.sampleSpan ?? undefined);
     return this.read(async () => {
       await this.checkZone(plan.zone);
-      const r = await this.reader.runAndReadAll(query.sql, query.values, query.types);
-      return r.getRowsJS().map((row): MetricQueryRow => {
-        const group: Record<string, string | number> = {};
-        query.groupColumns.forEach((g, i) => {
-          const v = row[1 + i] ?? null;
-          group[g.key] = g.numeric ? (toNumber(v) ?? 0) : String(v ?? "");
-        });
-        const first = 1 + query.groupColumns.length;
-        const values: Record<string, number | null> = {};
-        query.labels.forEach((label, i) => {
-          values[label] = toNumber(row[first + 1 + i] ?? null);
-        });
-        return {
-          bucket: asEpochMs(toNumber(row[0] ?? null) ?? 0),
-          group,
-          identifier: String(row[first]),
-          values,
-        };
-      });
+      if (window === undefined) return [];
+      let offsets: ZoneOffsets;
+      if (zone.kind === "fixed") offsets = fixedZoneOffsets(zone.offsetSeconds);
+      else {
+        const q = buildZoneOffsetsQuery(zone.name, window);
+        const known = this.zoneOffsets.get(q.key);
+        if (known !== undefined) offsets = known;
+        else {
+          offsets = readZoneOffsets((await this.reader.runAndReadAll(q.sql, q.values, q.types)).getRows());
+          // Keys come from requests: the cache must not grow without limit.
+          if (this.zoneOffsets.size >= ZONE_OFFSETS_CACHE_ENTRIES) this.zoneOffsets.clear();
+          this.zoneOffsets.set(q.key, offsets);
+        }
+      }
+      const query = buildMetricQuery(plan, offsets, window);
+      return readMetricRows(await this.reader.run(query.sql, query.values, query.types), query);
     });
   }
 
