@@ -16,6 +16,7 @@ import {
   DEFAULT_HUB_PORT,
   DEFAULT_MAX_CELL_LENGTH,
   DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+  DEFAULT_MAX_ENTITIES,
   DEFAULT_MAX_SERIES_PER_ENTITY,
   DEFAULT_MEMORY_LIMIT_MB,
   DEFAULT_MEMORY_RATIO,
@@ -66,6 +67,7 @@ export interface SetupInput {
   hub?: {
     port?: number;
     maxSeriesPerEntity?: number;
+    maxEntities?: number;
     retentionDays?: number;
     memoryProtection?: MemoryProtectionInput;
     tls?: { certificate?: string; key?: string };
@@ -166,6 +168,7 @@ function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
     hub: {
       port: hub.port ?? DEFAULT_HUB_PORT,
       maxSeriesPerEntity: hub.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY,
+      maxEntities: hub.maxEntities ?? DEFAULT_MAX_ENTITIES,
       retentionDays: hub.retentionDays ?? DEFAULT_RETENTION_DAYS,
       memoryProtection: memoryProtection(hub.memoryProtection),
       tls: { certificate: path(hub.tls?.certificate), key: path(hub.tls?.key) },

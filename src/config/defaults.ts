@@ -60,6 +60,11 @@ export const DEFAULT_HUB_PORT = 8081; // TCP port
 /** Series (cells and headlines) one hub entity may have; a message creating more is dead-lettered. */
 export const DEFAULT_MAX_SERIES_PER_ENTITY = 100_000; // series
 /**
+ * Entities (and probes) one hub holds (`hub.maxEntities`); a message that would add one more is
+ * dead-lettered with the reason. Bounds the hub's entity caches against a backfill client.
+ */
+export const DEFAULT_MAX_ENTITIES = 100_000; // entities
+/**
  * Retention (`hub.retentionDays`): 0 keeps everything, the default, so backfilled history is never
  * removed unless a user asks. When set, the hub removes older samples and events at start and then
  * every RETENTION_INTERVAL_MS.

@@ -18,6 +18,7 @@ import {
   DEFAULT_HUB_PORT,
   DEFAULT_MAX_CELL_LENGTH,
   DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+  DEFAULT_MAX_ENTITIES,
   DEFAULT_MAX_SERIES_PER_ENTITY,
   DEFAULT_MEMORY_LIMIT_MB,
   DEFAULT_MEMORY_RATIO,
@@ -293,6 +294,12 @@ const hub = {
       minimum: 1,
       default: DEFAULT_MAX_SERIES_PER_ENTITY,
       description: "series per entity",
+    },
+    maxEntities: {
+      type: "integer",
+      minimum: 1,
+      default: DEFAULT_MAX_ENTITIES,
+      description: "entities (and probes) the hub holds",
     },
     retentionDays: {
       type: "integer",

@@ -87,6 +87,8 @@ export interface HubSetup {
   readonly port: number;
   /** Series one entity may have; a message that would create more is dead-lettered. */
   readonly maxSeriesPerEntity: number;
+  /** Entities (and probes) the hub holds; a message that would add one more is dead-lettered. */
+  readonly maxEntities: number;
   /** Samples and events older than this many days are removed in the background; 0 keeps all. */
   readonly retentionDays: number;
   readonly memoryProtection: MemoryProtectionSetup;

@@ -82,7 +82,10 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   });
   const certificates = new ServerTlsReloader("hub", setup.hub.tls, log);
   certificates.attach(http.server);
-  const ingester = new Ingester(store, log, observers.observeCommit);
+  const ingester = new Ingester(store, log, {
+    maxEntities: setup.hub.maxEntities,
+    onCommit: observers.observeCommit,
+  });
   const retention = new Retention(store, setup.hub.retentionDays, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
   // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:

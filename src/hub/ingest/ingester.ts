@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import type { Delivery } from "../../bus/bus.js";
 import { parseMessageId } from "../../bus/envelope.js";
+import { DEFAULT_MAX_ENTITIES } from "../../config/defaults.js";
 import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
 import { validateMessage } from "../../messages/validate.js";
@@ -83,6 +84,17 @@ class BatchBuilder {
 
 type Handlers = { [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder) => void };
 
+export interface IngesterOptions {
+  /**
+   * Most entities (and most probes) the hub holds (`hub.maxEntities`, default DEFAULT_MAX_ENTITIES):
+   * a message that would add one more is refused with the reason, so no client can grow the hub's
+   * entity caches without bound.
+   */
+  readonly maxEntities?: number;
+  /** Called with the seconds each committed store transaction took (self-metrics, issue 13). */
+  readonly onCommit?: (seconds: number) => void;
+}
+
 interface Checked {
   readonly index: number;
   readonly key: MessageKey;
@@ -125,15 +137,17 @@ export class Ingester {
     userassignment: (message, batch) => this.event(message, batch),
   };
 
-  /**
-   * `onCommit`, when given, is called with the seconds each committed store transaction took (the
-   * hub's self-metrics, issue 13).
-   */
+  private readonly maxEntities: number;
+  private readonly onCommit: ((seconds: number) => void) | undefined;
+
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
-    private readonly onCommit?: (seconds: number) => void,
-  ) {}
+    options: IngesterOptions = {},
+  ) {
+    this.maxEntities = options.maxEntities ?? DEFAULT_MAX_ENTITIES;
+    this.onCommit = options.onCommit;
+  }
 
   /** Loads what the store already knows of entities, so a restarted hub keeps their attributes. */
   async init(): Promise<void> {
@@ -205,6 +219,7 @@ export class Ingester {
             batch,
           );
         });
+        this.checkEntityLimit(batch);
         await tx.write({
           entities: [...batch.entities.values()],
           samples: batch.samples,
@@ -228,6 +243,23 @@ export class Ingester {
       const middle = Math.ceil(items.length / 2);
       await this.commit(items.slice(0, middle), rejected, tally);
       await this.commit(items.slice(middle), rejected, tally);
+    }
+  }
+
+  /** Refuses the batch (a StoreDataError, so it is split down to the messages at fault) past `maxEntities`. */
+  private checkEntityLimit(batch: BatchBuilder): void {
+    const added = (fresh: Iterable<string>, known: ReadonlyMap<string, unknown>): number => {
+      let n = 0;
+      for (const key of fresh) if (!known.has(key)) n += 1;
+      return n;
+    };
+    const entities = this.entities.size + added(batch.known.keys(), this.entities);
+    const probes = this.probes.size + added(batch.probes.keys(), this.probes);
+    if (entities > this.maxEntities || probes > this.maxEntities) {
+      const what = entities > this.maxEntities ? "entities" : "probes";
+      throw new StoreDataError(
+        `it would make the hub hold more than ${this.maxEntities} ${what}, the limit (hub.maxEntities)`,
+      );
     }
   }
 

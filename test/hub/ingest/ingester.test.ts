@@ -107,6 +107,33 @@ function deliveries(messages: readonly PublicV2Message[], ids = new MessageIdSou
 }
 
 describe("Ingester", () => {
+  test("past hub.maxEntities a message adding an entity is refused with the reason; the rest is stored", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger, { maxEntities: 2 });
+    const on = (managedEntity: string, value: string): PublicV2Message => {
+      const message = table("r", { v: value });
+      return {
+        ...message,
+        data: { ...message.data, target: { ...target("r"), managedEntity } },
+      } as PublicV2Message;
+    };
+    const ids = new MessageIdSource("GW");
+    const first = await ingester.ingest(
+      deliveries([on("me0", "1"), on("me1", "2"), on("me2", "3"), on("me0", "4")], ids),
+    );
+    assert.equal(first.stored, 3);
+    assert.equal(first.rejected.length, 1);
+    assert.equal(first.rejected[0]?.index, 2);
+    assert.match(first.rejected[0]?.reason ?? "", /more than 2 entities, the limit \(hub\.maxEntities\)/);
+    // Known entities keep being stored; a new one is still refused, in a later batch too.
+    const second = await ingester.ingest(deliveries([on("me1", "5"), on("__proto__", "6")], ids));
+    assert.deepEqual([second.stored, second.rejected.map((r) => r.index)], [1, [1]]);
+    assert.deepEqual(
+      fake.samples.map((sample) => `${sample.entity.managedEntity}=${sample.text}`),
+      ["me0=1", "me1=2", "me0=4", "me1=5"],
+    );
+  });
+
   test("a redelivered batch is stored once", async () => {
     const fake = new FakeStore();
     const ingester = new Ingester(fake.asStore(), logger);
