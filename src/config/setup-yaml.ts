@@ -48,6 +48,18 @@ export function readSetupYaml(yamlText: string, source?: string): SetupYaml {
     const reason = cause instanceof Error ? cause.message : String(cause);
     throw new SetupError([{ path: prefix(""), message: `the YAML cannot be read: ${reason}` }], { cause });
   }
+  // An alias inside the node it names (`probes: &p [{managedEntities: *p}]`) makes the data cyclic,
+  // and every check after this walks the data recursively (found by test/fuzz/setup-file-fuzz.test.ts:
+  // a RangeError instead of a SetupError).
+  const cycle = cyclePath(data, new Set(), []);
+  if (cycle !== undefined) {
+    throw new SetupError([
+      {
+        path: prefix(formatPath(cycle)),
+        message: "this alias refers to a node that contains it, so its value never ends; write the value out",
+      },
+    ]);
+  }
 
   return {
     data,
@@ -59,6 +71,31 @@ export function readSetupYaml(yamlText: string, source?: string): SetupYaml {
       return { ...base, line, column: col };
     },
   };
+}
+
+/**
+ * The path of the first value that contains itself (through aliases), if any. A value shared by
+ * several aliases is searched once (`done`), so the walk stays linear in the document's nodes.
+ */
+function cyclePath(
+  value: unknown,
+  ancestors: Set<object>,
+  path: Segment[],
+  done = new Set<object>(),
+): Segment[] | undefined {
+  if (typeof value !== "object" || value === null || done.has(value)) return undefined;
+  if (ancestors.has(value)) return path;
+  ancestors.add(value);
+  const entries: [Segment, unknown][] = Array.isArray(value) ? [...value.entries()] : Object.entries(value);
+  for (const [key, child] of entries) {
+    path.push(key);
+    const found = cyclePath(child, ancestors, path, done);
+    if (found !== undefined) return found;
+    path.pop();
+  }
+  ancestors.delete(value);
+  done.add(value);
+  return undefined;
 }
 
 /** Offset in the YAML text of the deepest node on `segments` (the key itself when `atKey`). */

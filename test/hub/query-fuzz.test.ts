@@ -12,6 +12,7 @@ import { pino } from "pino";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildHub, type Hub } from "../../src/hub/app.js";
 import { createDuckDbStore } from "../../src/hub/store/duckdb/duckdb-store.js";
+import { fuzzBudget } from "../helpers/fuzz-budget.js";
 
 const setup = parseSetup("gateway: { name: GW }\nhub: { security: { enabled: false } }\n");
 const dataDir = mkdtempSync(join(tmpdir(), "vigil-query-fuzz-"));
@@ -116,7 +117,7 @@ test("a query with one field replaced by anything answers 200 or 400, never 5xx"
     fc.asyncProperty(fc.constantFrom(...paths), fieldValue, async (path, value) => {
       await query(mutate(path, value));
     }),
-    { numRuns: 300 },
+    fuzzBudget(300),
   );
 });
 
@@ -125,7 +126,7 @@ test("arbitrary JSON bodies answer 400, never 5xx", async () => {
     fc.asyncProperty(fc.jsonValue({ maxDepth: 3 }), async (value) => {
       await query(value);
     }),
-    { numRuns: 200 },
+    fuzzBudget(200),
   );
 });
 
@@ -141,6 +142,6 @@ test("random entity filters answer 200 or 400, never 5xx", async () => {
         `${response.statusCode} ${response.body}`,
       );
     }),
-    { numRuns: 300 },
+    fuzzBudget(300),
   );
 });

@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { pino } from "pino";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildProbe } from "../../src/probe/app.js";
+import { fuzzBudget } from "../helpers/fuzz-budget.js";
 
 const setup = parseSetup(`
 gateway: { name: GW }
@@ -66,6 +67,6 @@ test("random ingest requests never answer 5xx and always use the error body", as
         }
       },
     ),
-    { numRuns: 400 },
+    fuzzBudget(400),
   );
 });

@@ -73,8 +73,8 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleOpti
       decorateReply: false,
       maxAge: "365d",
       immutable: true,
-      setHeaders: (reply) => {
-        withConsoleHeaders(reply);
+      setHeaders: (response) => {
+        for (const [name, value] of Object.entries(CONSOLE_HEADERS)) response.setHeader(name, value);
       },
     });
   } else {

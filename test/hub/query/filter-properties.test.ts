@@ -13,8 +13,10 @@ import {
   parseFilter,
   printFilter,
 } from "../../../src/hub/query/filter/filter.js";
+import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 
-const BUDGET = { numRuns: 300, interruptAfterTimeLimit: 5_000 } as const;
+/** 300 runs or VIGIL_FUZZ_SECONDS, whichever ends first (test/helpers/fuzz-budget.ts). */
+const BUDGET = fuzzBudget(300);
 
 /** fast-check builds null-prototype records by default; the parser builds plain objects. */
 const PLAIN = { noNullPrototype: true } as const;
