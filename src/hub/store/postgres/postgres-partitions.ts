@@ -11,6 +11,7 @@
  * creation, and `lock_timeout` turns a wait on a stuck writer into an error the ingester retries.
  */
 import type { Sql, TransactionSql } from "postgres";
+import { closedSafe } from "./postgres-closed.js";
 import { PARTITION_LOCK_KEY } from "./postgres-schema.js";
 
 export const WEEK_MS = 7 * 86_400_000; // ms
@@ -49,10 +50,12 @@ export async function listPartitions(sql: Sql): Promise<Set<number>> {
  */
 export async function createPartitions(sql: Sql, weeks: readonly number[]): Promise<void> {
   if (weeks.length === 0) return;
-  await sql.begin(async (tx) => {
-    await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
-    await createPartitionsInTransaction(tx, weeks);
-  });
+  await sql.begin(
+    closedSafe(async (tx) => {
+      await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
+      await createPartitionsInTransaction(tx, weeks);
+    }),
+  );
 }
 
 /**

@@ -15,7 +15,7 @@
 
 import postgres, { type Sql } from "postgres";
 import { VigilError } from "../../../errors/catalog.js";
-import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
+import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { RecencyCache } from "../recency-cache.js";
@@ -36,8 +36,9 @@ import type {
   Store,
   StoreTransaction,
 } from "../store.js";
+import { closedSafe } from "./postgres-closed.js";
 import { listEvents, MAX_INT4 } from "./postgres-events.js";
-import { buildPgMetricQuery } from "./postgres-metrics-sql.js";
+import { queryPgMetrics } from "./postgres-metrics.js";
 import {
   listPartitions,
   PARTITION_LOCK_TIMEOUT,
@@ -112,18 +113,20 @@ class PostgresStore implements Store {
   migrate(): Promise<void> {
     return this.write(async () => {
       // The advisory lock makes hubs that start together apply each migration once, in turn.
-      await this.sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(${MIGRATE_LOCK_KEY}::bigint)`;
-        await tx.unsafe(MIGRATIONS_TABLE);
-        const applied = new Set(
-          (await tx<{ version: number }[]>`SELECT version FROM vigil_migrations`).map((r) => r.version),
-        );
-        for (const migration of MIGRATIONS) {
-          if (applied.has(migration.version)) continue;
-          for (const statement of migration.statements) await tx.unsafe(statement);
-          await tx`INSERT INTO vigil_migrations (version, name) VALUES (${migration.version}, ${migration.name})`;
-        }
-      });
+      await this.sql.begin(
+        closedSafe(async (tx) => {
+          await tx`SELECT pg_advisory_xact_lock(${MIGRATE_LOCK_KEY}::bigint)`;
+          await tx.unsafe(MIGRATIONS_TABLE);
+          const applied = new Set(
+            (await tx<{ version: number }[]>`SELECT version FROM vigil_migrations`).map((r) => r.version),
+          );
+          for (const migration of MIGRATIONS) {
+            if (applied.has(migration.version)) continue;
+            for (const statement of migration.statements) await tx.unsafe(statement);
+            await tx`INSERT INTO vigil_migrations (version, name) VALUES (${migration.version}, ${migration.name})`;
+          }
+        }),
+      );
       await this.loadCaches();
     });
   }
@@ -137,23 +140,26 @@ class PostgresStore implements Store {
       if (!this.cachesLoaded) await this.loadCaches();
       let tx: PgTransaction | undefined;
       try {
-        const result = await this.sql.begin(async (c) => {
-          tx = new PgTransaction(
-            c,
-            this.sql,
-            { entities: this.entities, series: this.series, partitions: this.partitions },
-            this.maxSeriesPerEntity,
-          );
-          try {
-            const value = await work(tx);
-            await tx.finish();
-            if (tx.failure !== undefined) throw tx.failure.error;
-            return value;
-          } catch (error) {
-            await tx.finish();
-            throw error;
-          }
-        });
+        // closedSafe: a connection closing under the body must not reach the client's ROLLBACK.
+        const result = await this.sql.begin(
+          closedSafe(async (c) => {
+            tx = new PgTransaction(
+              c,
+              this.sql,
+              { entities: this.entities, series: this.series, partitions: this.partitions },
+              this.maxSeriesPerEntity,
+            );
+            try {
+              const value = await work(tx);
+              await tx.finish();
+              if (tx.failure !== undefined) throw tx.failure.error;
+              return value;
+            } catch (error) {
+              await tx.finish();
+              throw error;
+            }
+          }),
+        );
         // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
         if (tx !== undefined) this.apply(tx.pending);
         return result as T;
@@ -183,13 +189,15 @@ class PostgresStore implements Store {
     for (const week of weeks) {
       if (weekStart(week) + WEEK_MS > cutoff) break;
       const table = partitionName(week); // computed from an integer: no client text in the DDL
-      await this.sql.begin(async (tx) => {
-        await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
-        await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY}::bigint)`;
-        const [row] = await tx.unsafe<{ n: string }[]>(`SELECT count(*)::text AS n FROM ${table}`);
-        await tx.unsafe(`DROP TABLE IF EXISTS ${table}`);
-        samples += Number(row?.n ?? 0);
-      });
+      await this.sql.begin(
+        closedSafe(async (tx) => {
+          await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
+          await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY}::bigint)`;
+          const [row] = await tx.unsafe<{ n: string }[]>(`SELECT count(*)::text AS n FROM ${table}`);
+          await tx.unsafe(`DROP TABLE IF EXISTS ${table}`);
+          samples += Number(row?.n ?? 0);
+        }),
+      );
       this.partitions.delete(week);
     }
     const rows = await this.sql`DELETE FROM samples WHERE ts_ms < ${cutoff}`;
@@ -247,31 +255,7 @@ class PostgresStore implements Store {
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) return [];
     await this.checkZone(plan.zone);
     // Read the catalog on every query: another hub may have added a week since.
-    const weeks = [...(await listPartitions(this.sql))];
-    const spans = weeks
-      .map((w) => ({ from: weekStart(w), to: weekStart(w + 1) }))
-      .filter((s) => s.from < plan.to && s.to > plan.from);
-    if (spans.length === 0) return [];
-    const query = buildPgMetricQuery(plan, spans);
-    const rows = await this.sql.unsafe(query.text, query.params as never[]);
-    return rows.map((row): MetricQueryRow => {
-      const group: Record<string, string | number> = {};
-      for (const g of query.groupColumns) {
-        const v = row[g.column] as unknown;
-        group[g.key] = g.numeric ? Number(v ?? 0) : String(v ?? "");
-      }
-      const values: Record<string, number | null> = {};
-      query.labels.forEach((label, i) => {
-        const v = row[`a${i}`] as unknown;
-        values[label] = v === null || v === undefined ? null : Number(v);
-      });
-      return {
-        bucket: asEpochMs(Number(row.bucket_ms)),
-        group,
-        identifier: String(row.identifier),
-        values,
-      };
-    });
+    return queryPgMetrics(this.sql, plan, [...(await listPartitions(this.sql))]);
   }
 
   async latestSeverities(): Promise<EntitySeverity[]> {

@@ -42,6 +42,7 @@ import {
 } from "../store.js";
 import { checkBatchText } from "./postgres-checks.js";
 import { byCodePoint, claimMessageKeys } from "./postgres-claims.js";
+import { closedSafe } from "./postgres-closed.js";
 import { copySamples } from "./postgres-copy.js";
 import { insertEvents } from "./postgres-events.js";
 import { createPartitions, createPartitionsInTransaction, weekOf } from "./postgres-partitions.js";
@@ -154,28 +155,32 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
 
     const local: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
     try {
-      await this.sql.savepoint(async (sql) => {
-        for (const upsert of sortedUpserts(batch.entities)) await this.upsertEntity(sql, upsert, local);
-        const named = [...batch.samples.map((s) => s.entity), ...events.flatMap((e) => e.entity ?? [])];
-        await this.createNamedEntities(sql, named, local);
-        const ids = await this.resolveSeries(sql, batch.samples, local);
-        if (batch.samples.length > 0) {
-          this.wroteSamples = true;
-          await copySamples(sql, {
-            seriesIds: ids,
-            times: batch.samples.map((s) => s.at),
-            // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
-            values: batch.samples.map((s) => (s.value !== null && Number.isFinite(s.value) ? s.value : null)),
-            texts: batch.samples.map((s) => s.text),
-          });
-        }
-        if (events.length > 0) {
-          const entityIds = events.map((e) =>
-            e.entity === null ? null : (this.entityId(entityKeyString(e.entity), local) ?? null),
-          );
-          await insertEvents(sql, events, entityIds);
-        }
-      });
+      await this.sql.savepoint(
+        closedSafe(async (sql) => {
+          for (const upsert of sortedUpserts(batch.entities)) await this.upsertEntity(sql, upsert, local);
+          const named = [...batch.samples.map((s) => s.entity), ...events.flatMap((e) => e.entity ?? [])];
+          await this.createNamedEntities(sql, named, local);
+          const ids = await this.resolveSeries(sql, batch.samples, local);
+          if (batch.samples.length > 0) {
+            this.wroteSamples = true;
+            await copySamples(sql, {
+              seriesIds: ids,
+              times: batch.samples.map((s) => s.at),
+              // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
+              values: batch.samples.map((s) =>
+                s.value !== null && Number.isFinite(s.value) ? s.value : null,
+              ),
+              texts: batch.samples.map((s) => s.text),
+            });
+          }
+          if (events.length > 0) {
+            const entityIds = events.map((e) =>
+              e.entity === null ? null : (this.entityId(entityKeyString(e.entity), local) ?? null),
+            );
+            await insertEvents(sql, events, entityIds);
+          }
+        }),
+      );
     } catch (error) {
       if (error instanceof StoreDataError) throw error;
       if (isDataException(error)) {

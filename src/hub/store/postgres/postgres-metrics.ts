@@ -1,0 +1,196 @@
+/**
+ * Runs a metric query on PostgreSQL (DESIGN 5.3): reads the zone's offsets around the stored weeks
+ * the range touches and estimates the samples it reads, then runs the statement of
+ * postgres-metrics-sql.ts — a large query as two statements at once, one on each side of a bucket
+ * boundary near the middle of the range ({@link SPLIT_MIN_SAMPLES}) — and reads the rows.
+ * Issue 9's benchmark (one day × 200 series, ten aggregations, 5-minute London buckets): about
+ * 2 000 ms before this file (per-sample zone conversion, sort + GroupAggregate, JIT), 950 ms as one
+ * statement, 520-580 ms split, on 2 cores.
+ *
+ * Each statement runs in its own transaction with `SET LOCAL`s (they end with it, whatever the pool
+ * connection runs next): JIT off — compiling the statement's expressions cost about 200 ms, more
+ * than it saves on a scan of a few million rows — and `work_mem` large enough that the hash
+ * aggregate holds the values of the groups of {@link PERCENTILE_HASH_MAX_SAMPLES} samples without
+ * spilling, and that the sorted strategy above it sorts in bigger runs.
+ */
+import type { Sql } from "postgres";
+import { asEpochMs } from "../../../ids.js";
+import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
+import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
+import { closedSafe } from "./postgres-closed.js";
+import {
+  buildPgMetricQuery,
+  buildPgZoneOffsetsQuery,
+  fixedPgZoneOffsets,
+  PERCENTILE_HASH_MAX_SAMPLES,
+  type PgScanWindow,
+  type PgZoneOffsets,
+  readPgZoneOffsets,
+  scanWindows,
+  splitInstant,
+} from "./postgres-metrics-sql.js";
+import { partitionName, WEEK_MS, weekStart } from "./postgres-partitions.js";
+
+/** `work_mem` of a metric query's transaction (see the file comment). */
+export const METRIC_QUERY_WORK_MEM = "64MB";
+/**
+ * Fewest estimated samples for which a query runs as two statements at once, on two pool
+ * connections, each over one side of a bucket boundary near the middle of the range: PostgreSQL
+ * 15 runs no aggregate with `array_agg` in parallel workers, so the store splits the range itself
+ * (each part answers whole buckets, so the parts' answers are the answer).
+ */
+export const SPLIT_MIN_SAMPLES = 500_000;
+/** The fewest bytes a stored sample takes in a partition (tuple header, columns, line pointer). */
+const MIN_SAMPLE_BYTES = 48;
+
+/**
+ * How percentiles are computed: `hash` keeps every group's values at once, `sort` sorts the samples
+ * and holds one group's values at a time, `auto` (the store's choice) takes `hash` unless the
+ * estimated samples exceed {@link PERCENTILE_HASH_MAX_SAMPLES}. Both give the same exact answer.
+ */
+export type PercentileStrategy = "auto" | "hash" | "sort";
+
+/** How {@link queryPgMetrics} runs a query; the defaults are the store's. */
+export interface PgMetricQueryOptions {
+  /** Default `auto`. */
+  readonly percentiles?: PercentileStrategy;
+  /** Default {@link SPLIT_MIN_SAMPLES}; 0 splits every query that has a boundary to split at. */
+  readonly splitMinSamples?: number;
+}
+
+/**
+ * Answers `plan` from the samples in the partitions of `weeks` (week numbers, as
+ * `listPartitions()` reads them). Rows come in the order of DESIGN 5.3's answer: bucket, group
+ * keys (code-point order), identifier. Concurrent writes: each part of a split query reads its own
+ * snapshot, so a bucket reflects one moment but two buckets on either side of the split may
+ * reflect moments a few milliseconds apart (as two queries would).
+ */
+export async function queryPgMetrics(
+  sql: Sql,
+  plan: MetricQueryPlan,
+  weeks: readonly number[],
+  options: PgMetricQueryOptions = {},
+): Promise<MetricQueryRow[]> {
+  const strategy = options.percentiles ?? "auto";
+  const touched = weeks.filter((w) => weekStart(w) < plan.to && weekStart(w + 1) > plan.from);
+  const windows = scanWindows(
+    plan,
+    touched.map((w) => ({ from: weekStart(w), to: weekStart(w + 1) })),
+  );
+  if (windows.length === 0) return [];
+  const offsets = await zoneOffsets(sql, plan.zone, windows);
+  const samples = await estimatedSamples(sql, plan, touched);
+  const sortPercentiles =
+    strategy === "sort" ||
+    (strategy === "auto" &&
+      plan.aggregations.some((a) => a.name === "svc.percentile") &&
+      samples > PERCENTILE_HASH_MAX_SAMPLES);
+  const parts =
+    samples >= (options.splitMinSamples ?? SPLIT_MIN_SAMPLES)
+      ? split(plan, windows, offsets)
+      : [{ windows, offsets }];
+  const answers = await Promise.all(
+    parts.map((part) => runPart(sql, plan, part.windows, part.offsets, sortPercentiles)),
+  );
+  return answers.flat();
+}
+
+/**
+ * One statement over `windows`, in its own transaction (see the file comment), its rows read as
+ * `MetricQueryRow`s.
+ */
+async function runPart(
+  sql: Sql,
+  plan: MetricQueryPlan,
+  windows: readonly PgScanWindow[],
+  offsets: readonly PgZoneOffsets[],
+  sortPercentiles: boolean,
+): Promise<MetricQueryRow[]> {
+  const query = buildPgMetricQuery(plan, windows, offsets, sortPercentiles);
+  const rows = await sql.begin(
+    closedSafe(async (tx) => {
+      await tx`SELECT set_config('jit', 'off', true), set_config('work_mem', ${METRIC_QUERY_WORK_MEM}, true)`;
+      return tx.unsafe(query.text, query.params as never[]);
+    }),
+  );
+  return rows.map((row): MetricQueryRow => {
+    const group: Record<string, string | number> = {};
+    for (const g of query.groupColumns) {
+      const v = row[g.column] as unknown;
+      group[g.key] = g.numeric ? Number(v ?? 0) : String(v ?? "");
+    }
+    const values: Record<string, number | null> = {};
+    query.labels.forEach((label, i) => {
+      const v = row[`a${i}`] as unknown;
+      values[label] = v === null || v === undefined ? null : Number(v);
+    });
+    return { bucket: asEpochMs(Number(row.bucket_ms)), group, identifier: String(row.identifier), values };
+  });
+}
+
+/**
+ * `windows` cut in two at a bucket boundary near the middle of their time ({@link splitInstant}),
+ * or left whole when there is none there: the parts, in time order, with their windows' offsets.
+ */
+function split(
+  plan: MetricQueryPlan,
+  windows: readonly PgScanWindow[],
+  offsets: readonly PgZoneOffsets[],
+): { windows: PgScanWindow[]; offsets: PgZoneOffsets[] }[] {
+  const whole = [{ windows: [...windows], offsets: [...offsets] }];
+  let remaining = windows.reduce((sum, w) => sum + (w.to - w.from), 0) / 2;
+  for (const [i, w] of windows.entries()) {
+    if (w.to - w.from <= remaining) {
+      remaining -= w.to - w.from;
+      continue;
+    }
+    const o = offsets[i];
+    const at = o === undefined ? undefined : splitInstant(plan.bucket, o, w, w.from + Math.floor(remaining));
+    if (o === undefined || at === undefined) return whole;
+    return [
+      { windows: [...windows.slice(0, i), { from: w.from, to: at }], offsets: offsets.slice(0, i + 1) },
+      { windows: [{ from: at, to: w.to }, ...windows.slice(i + 1)], offsets: offsets.slice(i) },
+    ];
+  }
+  return whole;
+}
+
+/** The zone's offsets around each window: asked of PostgreSQL for a named zone, fixed otherwise. */
+async function zoneOffsets(
+  sql: Sql,
+  zone: string,
+  windows: readonly PgScanWindow[],
+): Promise<PgZoneOffsets[]> {
+  const spec = parseZone(zone);
+  if (spec.kind === "fixed") return windows.map(() => fixedPgZoneOffsets(spec.offsetSeconds));
+  const statement = buildPgZoneOffsetsQuery(spec.name, windows);
+  const rows = await sql.unsafe(statement.text, statement.params as never[]);
+  return readPgZoneOffsets(rows, windows.length);
+}
+
+/**
+ * An estimate of the samples `plan` reads (every series counted: it only chooses how to run an
+ * exact query), the larger of two: the planner's row estimate for the range (from the partitions'
+ * statistics; too low for data written since they were last analyzed) and each touched
+ * partition's size at the smallest size a sample takes, prorated to the part of its week inside
+ * the range (too low when a week's samples crowd into the range).
+ */
+async function estimatedSamples(sql: Sql, plan: MetricQueryPlan, weeks: readonly number[]): Promise<number> {
+  const sizes = await sql<{ name: string; bytes: string | null }[]>`
+    SELECT n AS name, pg_relation_size(to_regclass(n)) AS bytes FROM unnest(${weeks.map(partitionName)}::text[]) AS n`;
+  const byName = new Map(sizes.map((r) => [r.name, Number(r.bytes ?? 0)]));
+  let prorated = 0;
+  for (const w of weeks) {
+    const inside = Math.min(plan.to, weekStart(w + 1)) - Math.max(plan.from, weekStart(w));
+    prorated += ((byName.get(partitionName(w)) ?? 0) / MIN_SAMPLE_BYTES) * (inside / WEEK_MS);
+  }
+  const [explained] = await sql.unsafe(
+    "EXPLAIN (FORMAT JSON) SELECT 1 FROM samples WHERE ts_ms >= $1::bigint AND ts_ms < $2::bigint",
+    [String(plan.from), String(plan.to)],
+  );
+  const json = explained?.["QUERY PLAN"] as unknown;
+  const parsed = (typeof json === "string" ? JSON.parse(json) : json) as {
+    Plan?: { "Plan Rows"?: number };
+  }[];
+  return Math.max(prorated, Number(parsed[0]?.Plan?.["Plan Rows"] ?? 0));
+}
