@@ -8,7 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-export const VIGIL_BIN = join(import.meta.dirname, "..", "..", "dist", "cli", "main.js");
+/** The built CLI; `VIGIL_BIN` points the tests at another build (a helper's own `tsc --outDir`). */
+export const VIGIL_BIN =
+  process.env.VIGIL_BIN ?? join(import.meta.dirname, "..", "..", "dist", "cli", "main.js");
 
 export interface LogLine {
   msg?: string;

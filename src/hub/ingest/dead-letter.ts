@@ -3,7 +3,8 @@
  * public-v2, refused by the store) is appended here with the reason, counted, and logged, and
  * ingestion goes on behind it. One JSON object per line:
  * `{"at": "<ISO time>", "reason": "…", "id": "<envelope id>" | null, "message": <as received>}`.
- * Lines are flushed to disk before the batch is acknowledged, so a crash cannot lose them.
+ * Lines are flushed to disk before the batch is acknowledged, so a crash cannot lose them; a write
+ * that fails (disk full) is cut back and rejects, and the batch comes again.
  * The file is readable by its owner only.
  */
 import { mkdir, open } from "node:fs/promises";
@@ -47,8 +48,16 @@ export class DeadLetterFile {
     await mkdir(dirname(this.path), { recursive: true, mode: 0o700 });
     const handle = await open(this.path, "a", 0o600);
     try {
-      await handle.appendFile(text, "utf8");
-      await handle.datasync();
+      const size = (await handle.stat()).size;
+      try {
+        await handle.appendFile(text, "utf8");
+        await handle.datasync();
+      } catch (error) {
+        // A write that failed part-way (disk full) must leave no half line behind: cut the file
+        // back, so the batch's retry appends its letters whole, once (as the NDJSON target does).
+        await handle.truncate(size).catch(() => undefined);
+        throw error;
+      }
     } finally {
       await handle.close();
     }

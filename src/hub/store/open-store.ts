@@ -5,6 +5,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { createDuckDbStore } from "./duckdb/duckdb-store.js";
 import { createPostgresStore } from "./postgres/postgres-store.js";
 import type { Store } from "./store.js";
+import { withOutageErrors } from "./store-outage.js";
 
 /** The DuckDB file used when the URL names no path. */
 export const DEFAULT_DUCKDB_FILE = "vigil.duckdb";
@@ -25,7 +26,8 @@ export interface OpenStoreOptions {
  * `duckdb::memory:` keeps everything in memory); `postgres://…` and `postgresql://…` name a
  * PostgreSQL database (the scale-out store; connection parameters such as `?sslmode=require` go in
  * the URL). `options` are passed to the store (defaults above; `memoryLimit` is DuckDB's only).
- * The returned store is not migrated yet: call `migrate()` first.
+ * The returned store is not migrated yet: call `migrate()` first. Its outages (server down, disk
+ * full) reject with a 503 `SERVICE_UNAVAILABLE` (store-outage.ts).
  */
 export async function openStore(
   url: string,
@@ -35,11 +37,11 @@ export async function openStore(
   const trimmed = url.trim();
   if (trimmed === "" || trimmed === "duckdb" || trimmed.startsWith("duckdb:")) {
     const path = trimmed.startsWith("duckdb:") ? trimmed.slice("duckdb:".length) : "";
-    return createDuckDbStore({ ...options, path: duckDbPath(path, dataDir) });
+    return withOutageErrors(await createDuckDbStore({ ...options, path: duckDbPath(path, dataDir) }));
   }
   if (/^postgres(?:ql)?:\/\//i.test(trimmed)) {
     const { memoryLimit: _duckDbOnly, ...common } = options;
-    return createPostgresStore({ ...common, url: trimmed });
+    return withOutageErrors(await createPostgresStore({ ...common, url: trimmed }));
   }
   // Only the scheme is echoed: a URL may carry a password.
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed)?.[1] ?? "(none)";
