@@ -129,10 +129,14 @@ export const SETUP_RELOAD_DEBOUNCE_MS = 100; // ms
 /** Most messages one publish batch carries, to a sink or from a bus consumer. */
 export const MAX_BATCH_MESSAGES = 1_000; // messages
 /** Messages one sink holds before the gateway stops taking probe changes (back-pressure). */
-// Sized so that the buffers between a probe and the store hold about a second of what the hub
-// commits (~10k messages/s on 2 cores): under overload, back-pressure keeps the PUT→queryable delay
-// short instead of letting a backlog build (bench/end-to-end.bench.ts).
-export const SINK_BUFFER_MESSAGES = 2_000; // messages (≥ SINK_WINDOW_BATCHES × MAX_BATCH_MESSAGES)
+// Sized so that all the buffers between a probe and the store hold well under a second of what the
+// hub commits (~15k messages/s on 2 cores): under overload, back-pressure keeps the PUT→queryable
+// delay short instead of letting a backlog build. The buffer passes this by up to one link batch
+// (a dataview PUT is one change but many row messages), so a full window of two batches still
+// fills under load. 2,000 here and 3,000 for NATS_MAX_CONSUMER_LAG measured the same throughput on
+// the three processes over NATS with the delay p50 at 0.70 s instead of 0.53 s
+// (bench/end-to-end.bench.ts, docs/performance.md).
+export const SINK_BUFFER_MESSAGES = 1_000; // messages
 /** Batches one sink has in flight (published, not yet acknowledged). */
 export const SINK_WINDOW_BATCHES = 2; // batches
 /** First and largest delay between retries of a failed publish or store commit. */
@@ -250,9 +254,11 @@ export const MAX_CONCURRENT_BACKFILLS = 2;
 export const LINK_HANDSHAKE_TIMEOUT_MS = 10_000; // ms
 /**
  * Messages the hubs' durable consumer may lag behind the stream before the NATS target holds back its
- * acknowledgements (back-pressure through the bus): about a second of what a hub commits.
+ * acknowledgements (back-pressure through the bus): about a seventh of a second of what a hub commits
+ * (see SINK_BUFFER_MESSAGES). 1,000 cost about a sixth of the throughput (the hub's pulls came
+ * back with fewer messages than a batch) without shortening the delay.
  */
-export const NATS_MAX_CONSUMER_LAG = 3_000; // messages
+export const NATS_MAX_CONSUMER_LAG = 2_000; // messages
 /** How often the NATS target looks at the consumer's lag while it matters. */
 export const NATS_LAG_CHECK_MS = 50; // ms
 /**

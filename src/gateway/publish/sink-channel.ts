@@ -23,7 +23,7 @@ import type { Sink } from "./sink.js";
 
 export interface SinkChannelOptions {
   readonly logger: Logger;
-  /** Messages held (waiting or in flight) before `hasRoom` turns false; default 50,000. */
+  /** Messages held (waiting or in flight) before `hasRoom` turns false; default SINK_BUFFER_MESSAGES. */
   readonly bufferMessages?: number;
   /** Most messages per batch; default 2,000. */
   readonly maxBatch?: number;
