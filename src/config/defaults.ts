@@ -226,12 +226,16 @@ export const PROBE_MAX_CLIENT_CA_FILE_BYTES = 1024 * 1024; // 1 MiB
 /** Time between two RSS reads; also how often a waiting gateway looks again. */
 export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
 /**
- * DuckDB's `memory_limit` when none is given: with the hub's own heap, a hub under the end-to-end load
- * stays under 1 GiB (docs/performance.md). Sorting and joins spill to DuckDB's temporary folder beside
- * the file past it; an aggregation that cannot spill fails the query (logged). Sizing it from the
- * machine is the performance issue's.
+ * Bounds of DuckDB's `memory_limit`, which the hub sizes from the machine (duckdb-settings.ts): an
+ * eighth of the memory the process may use (the smaller of the machine's and its cgroup's limit),
+ * within these bounds. The upper bound keeps `vigil up` under the end-to-end load below 512 MiB of
+ * RSS (issue 12; docs/performance.md): DuckDB fills its buffer pool up to the limit before it evicts.
+ * Sorting and joins spill to DuckDB's temporary folder beside the file past it; an aggregation that
+ * cannot spill fails the query (logged).
  */
-export const DEFAULT_DUCKDB_MEMORY_LIMIT = "384MB";
+export const DUCKDB_MEMORY_LIMIT_MIN_MIB = 128; // MiB
+export const DUCKDB_MEMORY_LIMIT_MAX_MIB = 384; // MiB
+export const DUCKDB_MEMORY_SHARE = 1 / 8; // of the memory the process may use
 /**
  * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
  * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice

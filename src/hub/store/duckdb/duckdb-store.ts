@@ -16,7 +16,6 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS, TIMESTAMPTZ } from "@duckdb/node-api";
-import { DEFAULT_DUCKDB_MEMORY_LIMIT } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
@@ -60,6 +59,7 @@ import {
   rowNamesSql,
 } from "./duckdb-queries.js";
 import { DUCKDB_SCHEMA } from "./duckdb-schema.js";
+import { duckDbMachineSettings } from "./duckdb-settings.js";
 import {
   DuckDbTransaction,
   type EntityState,
@@ -74,7 +74,7 @@ const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 export interface DuckDbStoreOptions {
   /** A database file (created with its folder when missing) or `:memory:`. */
   readonly path: string;
-  /** DuckDB `memory_limit`, e.g. "512MB"; default {@link DEFAULT_DUCKDB_MEMORY_LIMIT}. */
+  /** DuckDB `memory_limit`, e.g. "512MB"; default sized from the machine (duckdb-settings.ts). */
   readonly memoryLimit?: string;
   /** Most series one entity may have; default `DEFAULT_MAX_SERIES_PER_ENTITY` (100 000). */
   readonly maxSeriesPerEntity?: number;
@@ -84,8 +84,8 @@ export interface DuckDbStoreOptions {
 
 /**
  * Opens (or creates) a DuckDB store at `options.path` with `memory_limit` set to
- * `options.memoryLimit` (default "1GB"), at most `options.maxSeriesPerEntity` series per entity
- * (default 100 000) and a series-id cache of `options.seriesCacheEntries` entries (default
+ * `options.memoryLimit` (default, and `threads`, sized from the machine: duckdb-settings.ts), at
+ * most `options.maxSeriesPerEntity` series per entity (default 100 000) and a series-id cache of `options.seriesCacheEntries` entries (default
  * 200 000). The tables are not touched until `migrate()` runs, which creates them when missing and
  * loads the entity cache; call it once before anything else.
  */
@@ -96,8 +96,10 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
   // 10; docs/security.md); an existing file keeps its mode, and the hub's start check warns if loose.
   if (onDisk) await mkdir(dirname(options.path), { recursive: true, mode: 0o700 });
   const created = onDisk && !existsSync(options.path);
+  const machine = duckDbMachineSettings();
   const instance = await DuckDBInstance.create(options.path, {
-    memory_limit: options.memoryLimit ?? DEFAULT_DUCKDB_MEMORY_LIMIT,
+    memory_limit: options.memoryLimit ?? machine.memoryLimit,
+    threads: String(machine.threads),
   });
   if (created) await chmod(options.path, 0o600).catch(() => undefined); // not created: nothing to narrow
   const writer = await instance.connect();
