@@ -4,6 +4,7 @@
  * appender writing the same number of rows into a bare table, which is the floor of what the
  * database itself can take. Prints samples per second and the ratio, and the rate when each batch
  * also claims one message id per sample in the same transaction (the hub ingester's path).
+ * The three run in turn for VIGIL_BENCH_ROUNDS rounds (default 3); the medians are compared.
  */
 import {
   DOUBLE,
@@ -17,11 +18,13 @@ import {
 import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
 import type { SampleInput } from "../src/hub/store/store.js";
 import { asEpochMs } from "../src/ids.js";
-import { SMOKE } from "./settings.js";
+import { median } from "./load.js";
+import { benchRounds, SMOKE } from "./settings.js";
 
 const SAMPLES = SMOKE ? 200_000 : 1_000_000; // a smoke run (VIGIL_BENCH_SECONDS) writes fewer
 const BATCH = 5_000; // samples per ingest call (the in-process bus delivers up to 5 000 messages)
 const SERIES = 2_000;
+const ROUNDS = benchRounds(3); // A B pairs
 
 const entity = { gateway: "GW", probe: "p1", managedEntity: "me" };
 const t0 = Date.UTC(2026, 0, 1);
@@ -105,17 +108,30 @@ async function storeWithClaims(): Promise<number> {
   return SAMPLES / seconds;
 }
 
-const base = await baseline();
-const ours = await store();
-const claimed = await storeWithClaims();
+// A B A B …: the baseline and both subjects in turn, each on a fresh in-memory database; medians.
+const runs = { baseline: [] as number[], store: [] as number[], claims: [] as number[] };
+for (let round = 0; round < ROUNDS; round += 1) {
+  runs.baseline.push(await baseline());
+  runs.store.push(await store());
+  runs.claims.push(await storeWithClaims());
+}
+const base = median(runs.baseline);
+const ours = median(runs.store);
+const claimed = median(runs.claims);
 console.log(
   JSON.stringify({
     bench: "store-ingest",
     samples: SAMPLES,
     batch: BATCH,
+    rounds: ROUNDS,
     baseline_duckdb_appender_rows_per_s: Math.round(base),
     vigil_duckdb_store_samples_per_s: Math.round(ours),
     ratio_vs_baseline: Number((ours / base).toFixed(3)),
     vigil_duckdb_store_with_claims_samples_per_s: Math.round(claimed),
+    rounds_samples_per_s: {
+      baseline: runs.baseline.map(Math.round),
+      store: runs.store.map(Math.round),
+      with_claims: runs.claims.map(Math.round),
+    },
   }),
 );
