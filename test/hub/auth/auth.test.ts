@@ -15,6 +15,7 @@ import { resource } from "../../../src/http/routes.js";
 import { createHttpApp } from "../../../src/http/server.js";
 import { type AuthOptions, type AuthService, registerAuth } from "../../../src/hub/auth/auth.js";
 import { basicAuthorization } from "../../../src/hub/auth/credentials.js";
+import { loadKerberosBinding } from "../../../src/hub/auth/kerberos.js";
 
 const CLIENT = "reporting";
 const SECRET = "s3cret:with-colon";
@@ -569,7 +570,13 @@ describe("security switches", () => {
     assert.equal((await call(app, "GET", "/token", basic(CLIENT, SECRET))).status, 200);
   });
 
-  test("with Kerberos enabled, 401s also offer Negotiate and a Negotiate header is still refused", async () => {
+  // SPNEGO is offered only when the optional kerberos binding loads (scripts/services.sh installs
+  // the Kerberos libraries it builds against); without it the hub logs why and offers Basic alone.
+  const binding = loadKerberosBinding();
+  const noBinding = binding.ok ? false : `SPNEGO needs the kerberos binding: ${binding.reason}`;
+  test("with Kerberos enabled, 401s also offer Negotiate and a Negotiate header is still refused", {
+    skip: noBinding,
+  }, async () => {
     const kerberos = { enabled: true, keytab: "/etc/hub.keytab", servicePrincipal: "HTTP/hub@EXAMPLE.COM" };
     const { app } = await hub({ security: security({ kerberos }) });
     const r = await call(app, "GET", "/token", { authorization: "Negotiate YIIBhgYGKwYBBQUCoIIBejCCAXag" });
