@@ -103,6 +103,12 @@ export const DEFAULT_BODY_LIMIT_BYTES = 10 * 1024 * 1024; // 10 MiB
 /** Largest body `POST /v0/messages` (backfill) accepts; 413 beyond. */
 export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
 /**
+ * Messages of a backfill body committed per store transaction: the next part is parsed and checked
+ * while the store claims and commits the previous one (issue 12), as many as the in-process bus
+ * hands the hub at most.
+ */
+export const BACKFILL_PART_MESSAGES = 5_000; // messages
+/**
  * Slow and idle clients (issue 10, docs/security.md): a request's headers must arrive within
  * HTTP_HEADERS_TIMEOUT_MS and the whole request within HTTP_REQUEST_TIMEOUT_MS (a 10 MiB body at
  * 2 Mbit/s takes 40 s), checked every HTTP_TIMEOUT_CHECK_MS; an idle keep-alive connection closes

@@ -3,13 +3,22 @@
  * validated and ingested like a published one, its own `sampleTime`/`timestamp` kept. A 200 means
  * the accepted messages are committed to the store (DESIGN 1, durability).
  */
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
-import type { Delivery } from "../../bus/bus.js";
-import { MAX_CONCURRENT_BACKFILLS, MESSAGES_BODY_LIMIT_BYTES } from "../../config/defaults.js";
+import {
+  BACKFILL_PART_MESSAGES,
+  MAX_CONCURRENT_BACKFILLS,
+  MESSAGES_BODY_LIMIT_BYTES,
+} from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
 import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
-import type { Ingester } from "../ingest/ingester.js";
+import {
+  type CheckedTextDelivery,
+  type Ingester,
+  type IngestResult,
+  wellFormedJsonText,
+} from "../ingest/ingester.js";
 
 export interface BackfillResult {
   /** Messages stored now or before (a message stored before is not stored twice). */
@@ -21,6 +30,22 @@ export interface BackfillResult {
 
 /** Splits a body into candidate messages: a JSON array, or one JSON value per non-blank line. */
 export function splitMessages(text: string): { index: number; value: unknown; error?: string }[] {
+  return [...deliveryParts(text, Number.MAX_SAFE_INTEGER)]
+    .flat()
+    .map((d, index) =>
+      d.parseError === undefined
+        ? { index, value: d.message }
+        : { index, value: undefined, error: d.parseError },
+    );
+}
+
+/**
+ * The body's messages as deliveries, in parts of at most `size`: a JSON array is parsed whole (it is
+ * one JSON text), NDJSON one part at a time, so the caller can hand a part to the ingester before
+ * parsing the next. A line that is not JSON is a delivery with its parse error, counted by its index
+ * among the non-blank lines. Each delivery is marked when its text proves its strings well-formed.
+ */
+function* deliveryParts(text: string, size: number): Generator<CheckedTextDelivery[]> {
   const trimmed = text.trimStart();
   if (trimmed.startsWith("[")) {
     let parsed: unknown;
@@ -33,33 +58,100 @@ export function splitMessages(text: string): { index: number; value: unknown; er
     }
     if (!Array.isArray(parsed))
       throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
-    return parsed.map((value, index) => ({ index, value }));
+    const wellFormedText = wellFormedJsonText(trimmed);
+    for (let start = 0; start < parsed.length; start += size) {
+      yield parsed.slice(start, start + size).map((message) => ({ id: undefined, message, wellFormedText }));
+    }
+    return;
   }
-  const out: { index: number; value: unknown; error?: string }[] = [];
-  let index = 0;
+  let part: CheckedTextDelivery[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
-      out.push({ index, value: JSON.parse(line) });
+      part.push({ id: undefined, message: JSON.parse(line), wellFormedText: wellFormedJsonText(line) });
     } catch (error) {
-      out.push({ index, value: undefined, error: `not valid JSON: ${(error as Error).message}` });
+      part.push({
+        id: undefined,
+        message: undefined,
+        parseError: `not valid JSON: ${(error as Error).message}`,
+      });
     }
-    index += 1;
+    if (part.length === size) {
+      yield part;
+      part = [];
+    }
   }
-  return out;
+  if (part.length > 0) yield part;
+}
+
+/** Messages parsed between two turns of the event loop (see {@link ingestInParts}). */
+const PARSE_SLICE_MESSAGES = 500;
+
+/**
+ * Hands the body's messages to the ingester in parts of `size` (BACKFILL_PART_MESSAGES), and
+ * resolves once every part is committed (the ingester commits parts in order, one transaction
+ * each). The body is parsed a slice at a time with a turn of the event loop between slices, so the
+ * store's callbacks run promptly and it claims and commits one part while the next is parsed and
+ * checked. The part before the one in hand must be committed before another is handed in, so a
+ * 256 MiB body never holds all its messages and samples at once. A store outage stops the parts not
+ * yet handed in and is thrown (503): the parts committed before it stay stored, and sending the
+ * body again stores each message once (DESIGN 1, de-duplication).
+ */
+async function ingestInParts(ingester: Ingester, text: string, size: number): Promise<BackfillResult> {
+  const parts: Promise<IngestResult>[] = [];
+  const offsets: number[] = [];
+  let failure: { error: unknown } | undefined;
+  let total = 0;
+  const handIn = (part: CheckedTextDelivery[]): void => {
+    const result = ingester.ingest(part);
+    // Noted at once, so a failed part stops the loop and is never an unhandled rejection.
+    result.catch((error: unknown) => {
+      failure ??= { error };
+    });
+    parts.push(result);
+    offsets.push(total);
+    total += part.length;
+  };
+  let part: CheckedTextDelivery[] = [];
+  for (const slice of deliveryParts(text, Math.min(PARSE_SLICE_MESSAGES, size))) {
+    for (const delivery of slice) part.push(delivery);
+    if (part.length >= size) {
+      if (parts.length >= 1) await parts[parts.length - 1]?.catch(() => undefined);
+      if (failure !== undefined) break;
+      handIn(part);
+      part = [];
+    }
+    await nextTurn();
+    if (failure !== undefined) break;
+  }
+  if (part.length > 0 && failure === undefined) handIn(part);
+  const settled = await Promise.allSettled(parts);
+  if (failure !== undefined) throw failure.error;
+  let duplicates = 0;
+  const rejected: BackfillResult["rejected"] = [];
+  settled.forEach((outcome, p) => {
+    if (outcome.status !== "fulfilled") return;
+    duplicates += outcome.value.duplicates;
+    for (const r of outcome.value.rejected)
+      rejected.push({ index: (offsets[p] as number) + r.index, error: r.reason });
+  });
+  return { accepted: total - rejected.length, duplicates, rejected };
 }
 
 /**
  * Registers the backfill endpoint; it takes any content type (JSON array or NDJSON). At most
  * MAX_CONCURRENT_BACKFILLS requests run at once. Messages are de-duplicated like published ones:
  * a message without an envelope id is known by the digest of its JSON text, so posting the same
- * file twice stores it once.
+ * file twice stores it once. A body is committed in parts of `options.partMessages` messages
+ * (default BACKFILL_PART_MESSAGES), one store transaction each.
  */
 export function registerMessageRoutes(
   app: FastifyInstance,
   ingester: Ingester,
   memory?: MemoryProtection,
+  options: { readonly partMessages?: number } = {},
 ): Promise<void> {
+  const partMessages = options.partMessages ?? BACKFILL_PART_MESSAGES;
   let running = 0;
   return app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -87,14 +179,7 @@ export function registerMessageRoutes(
           }
           running += 1;
           try {
-            const deliveries: Delivery[] = splitMessages(text).map((candidate) =>
-              candidate.error === undefined
-                ? { id: undefined, message: candidate.value }
-                : { id: undefined, message: candidate.value, parseError: candidate.error },
-            );
-            const result = await ingester.ingest(deliveries);
-            const rejected = result.rejected.map((r) => ({ index: r.index, error: r.reason }));
-            return { accepted: deliveries.length - rejected.length, duplicates: result.duplicates, rejected };
+            return await ingestInParts(ingester, text, partMessages);
           } finally {
             running -= 1;
           }

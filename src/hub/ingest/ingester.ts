@@ -16,7 +16,7 @@
  * Messages are dispatched by type through one record, so a new message type fails to compile until
  * handled (STYLE 6).
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { Logger } from "pino";
 import type { Delivery } from "../../bus/bus.js";
 import { parseMessageId } from "../../bus/envelope.js";
@@ -93,6 +93,26 @@ export interface IngesterOptions {
   readonly maxEntities?: number;
   /** Called with the seconds each committed store transaction took (self-metrics, issue 13). */
   readonly onCommit?: (seconds: number) => void;
+}
+
+/**
+ * A delivery whose JSON text is known to hold no lone surrogate and no `\u` escape (backfill knows
+ * the text it parsed): every string parsed from such text is well-formed, so the check skips its
+ * walk over the message's strings. Without the mark every string is checked.
+ */
+export interface CheckedTextDelivery extends Delivery {
+  readonly wellFormedText?: boolean;
+}
+
+/** Whether every string JSON.parse makes of `text` is well-formed: only a `\u` escape can add a lone surrogate. */
+export function wellFormedJsonText(text: string): boolean {
+  return !text.includes("\\u") && isWellFormed(text);
+}
+
+/** Deliveries checked before they wait for the store (see {@link Ingester.ingest}). */
+interface Prepared {
+  readonly checked: Checked[];
+  readonly rejected: Rejection[];
 }
 
 interface Checked {
@@ -172,21 +192,24 @@ export class Ingester {
    * Checks, de-duplicates and commits `deliveries` and resolves once the store has committed them.
    * Calls run one after another, so batches commit in the order they were handed in. Rejects only
    * when the store is unavailable (the caller retries the same batch later).
+   *
+   * The messages are checked (schema, Unicode, time, de-duplication key) at the call, before the
+   * batch waits for the ones ahead of it: a caller that hands in one part of a large batch after
+   * another (backfill) checks the next part while the store commits the previous one.
    */
-  ingest(deliveries: readonly Delivery[]): Promise<IngestResult> {
-    const run = this.queue.then(() => this.run(deliveries));
+  ingest(deliveries: readonly CheckedTextDelivery[]): Promise<IngestResult> {
+    let prepared: Prepared;
+    try {
+      prepared = prepare(deliveries);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = this.queue.then(() => this.run(prepared));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async run(deliveries: readonly Delivery[]): Promise<IngestResult> {
-    const rejected: Rejection[] = [];
-    const checked: Checked[] = [];
-    deliveries.forEach((delivery, index) => {
-      const problem = check(delivery);
-      if (typeof problem === "string") rejected.push({ index, reason: problem });
-      else checked.push({ index, key: messageKey(delivery.id, problem), message: problem });
-    });
+  private async run({ checked, rejected }: Prepared): Promise<IngestResult> {
     const tally = { stored: 0, duplicates: 0 };
     await this.commit(checked, rejected, tally);
     rejected.sort((a, b) => a.index - b.index);
@@ -348,12 +371,24 @@ export class Ingester {
   }
 }
 
+/** Checks every delivery and gives each storable one its de-duplication key. */
+function prepare(deliveries: readonly CheckedTextDelivery[]): Prepared {
+  const rejected: Rejection[] = [];
+  const checked: Checked[] = [];
+  deliveries.forEach((delivery, index) => {
+    const problem = check(delivery);
+    if (typeof problem === "string") rejected.push({ index, reason: problem });
+    else checked.push({ index, key: messageKey(delivery.id, problem), message: problem });
+  });
+  return { checked, rejected };
+}
+
 /** The message when it may be stored, otherwise why not. */
-function check(delivery: Delivery): PublicV2Message | string {
+function check(delivery: CheckedTextDelivery): PublicV2Message | string {
   if (delivery.parseError !== undefined) return `not JSON: ${delivery.parseError}`;
   const result = validateMessage(delivery.message);
   if (!result.ok) return `not a public-v2 message: ${result.errors.join("; ")}`;
-  const bad = illFormedString(result.message);
+  const bad = delivery.wellFormedText === true ? undefined : illFormedString(result.message);
   if (bad !== undefined) return `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}`;
   const time = unstorableTime(result.message);
   if (time !== undefined) return time;
@@ -396,9 +431,10 @@ export function messageKey(id: string | undefined, message: PublicV2Message): Me
   if (id !== undefined) {
     const parsed = parseMessageId(id);
     if (parsed !== undefined) return { kind: "seq", origin: parsed.origin, seq: parsed.seq };
-    return { kind: "hash", hash: createHash("sha256").update(`id:${id}`).digest("hex") };
+    return { kind: "hash", hash: hash("sha256", `id:${id}`, "hex") };
   }
-  return { kind: "hash", hash: createHash("sha256").update(JSON.stringify(message)).digest("hex") };
+  // One-shot `crypto.hash` (Node ≥ 20.12): the same digest as a Hash object, at a third of its cost.
+  return { kind: "hash", hash: hash("sha256", JSON.stringify(message), "hex") };
 }
 
 function isStoreDataError(error: unknown): error is StoreDataError {

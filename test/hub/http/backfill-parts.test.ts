@@ -1,0 +1,188 @@
+/**
+ * `POST /v0/messages` commits a body in parts (issue 12): the next part is parsed and checked while
+ * the store commits the previous one. Over a real in-memory DuckDB store, with parts of 3 messages:
+ * rejections keep their index in the body, duplicates are found across parts, an outage in a later
+ * part answers 503 and sending the body again stores every message once. Also the shortcuts the
+ * backfill path takes: the lone-surrogate walk skipped only for text that cannot hold one, and the
+ * digest of a message without an id unchanged.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { after, describe, test } from "node:test";
+import type { FastifyInstance } from "fastify";
+import { pino } from "pino";
+import { createHttpApp } from "../../../src/http/server.js";
+import { registerMessageRoutes } from "../../../src/hub/http/messages-routes.js";
+import { Ingester, messageKey, wellFormedJsonText } from "../../../src/hub/ingest/ingester.js";
+import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
+import type { Store } from "../../../src/hub/store/store.js";
+import { withOutageErrors } from "../../../src/hub/store/store-outage.js";
+import type { PublicV2Message } from "../../../src/messages/types.js";
+
+const logger = pino({ level: "silent" });
+const T0 = Date.UTC(2026, 2, 1);
+
+function table(row: string, value: string, at = T0): PublicV2Message {
+  return {
+    type: "table",
+    operation: "update",
+    data: {
+      sampleTime: new Date(at).toISOString(),
+      target: {
+        gateway: "GW",
+        probe: "p1",
+        managedEntity: "me",
+        type: "",
+        sampler: "s",
+        dataview: "dv",
+        row,
+        filter: { osType: "Linux", pluginName: "rest-api" },
+      },
+      row: { name: row, v: value },
+    },
+  };
+}
+
+/** A store whose transaction number `failAt` (counted from 1) fails like a server that went away. */
+function flaky(store: Store): { store: Store; failAt: (n: number) => void } {
+  let countdown = 0;
+  const outage = (): Error => Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+  return {
+    store: withOutageErrors({
+      ...store,
+      transaction: (work) => {
+        countdown -= 1;
+        if (countdown === 0) return Promise.reject(outage());
+        return store.transaction(work);
+      },
+    }),
+    failAt: (n) => {
+      countdown = n;
+    },
+  };
+}
+
+const apps: FastifyInstance[] = [];
+after(async () => {
+  for (const app of apps) await app.close();
+});
+
+async function backfillApp() {
+  const base = await createDuckDbStore({ path: ":memory:" });
+  await base.migrate();
+  const { store, failAt } = flaky(base);
+  const ingester = new Ingester(store, logger);
+  const app = createHttpApp({ logger });
+  await registerMessageRoutes(app, ingester, undefined, { partMessages: 3 });
+  apps.push(app);
+  const post = async (payload: string, contentType = "application/x-ndjson") => {
+    const response = await app.inject({
+      method: "POST",
+      url: "/v0/messages",
+      payload,
+      headers: { "content-type": contentType },
+    });
+    return {
+      status: response.statusCode,
+      retryAfter: response.headers["retry-after"],
+      body: response.json() as Record<string, unknown>,
+    };
+  };
+  return { ingester, post, failAt };
+}
+
+// Seven lines, parts [0 1 2] [3 4 5] [6]: 1 is not JSON, 4 not public-v2, 6 repeats 0 (a later part).
+const lines = [
+  JSON.stringify(table("a", "1")),
+  "{not json",
+  JSON.stringify(table("b", "2")),
+  JSON.stringify(table("c", "3")),
+  JSON.stringify({ type: "table", operation: "update", data: {} }),
+  JSON.stringify(table("d", "4")),
+  JSON.stringify(table("a", "1")),
+];
+
+describe("POST /v0/messages in parts", () => {
+  test("rejections keep their index in the body and a repeat in a later part is a duplicate (NDJSON)", async () => {
+    const { post, ingester } = await backfillApp();
+    const { status, body } = await post(`${lines.join("\n")}\n`);
+    assert.equal(status, 200);
+    assert.equal(body.accepted, 5);
+    assert.equal(body.duplicates, 1);
+    const rejected = body.rejected as { index: number; error: string }[];
+    assert.deepEqual(
+      rejected.map((r) => r.index),
+      [1, 4],
+    );
+    assert.match(rejected[0]?.error ?? "", /^not JSON: not valid JSON: /);
+    assert.match(rejected[1]?.error ?? "", /^not a public-v2 message: /);
+    assert.equal(ingester.counts.stored, 4);
+  });
+
+  test("a JSON array body is split into the same parts", async () => {
+    const { post, ingester } = await backfillApp();
+    const messages = lines.map((line) => {
+      try {
+        return JSON.parse(line) as unknown;
+      } catch {
+        return "not a message";
+      }
+    });
+    const { status, body } = await post(JSON.stringify(messages), "application/json");
+    assert.equal(status, 200);
+    assert.deepEqual([body.accepted, body.duplicates], [5, 1]);
+    assert.deepEqual(
+      (body.rejected as { index: number }[]).map((r) => r.index),
+      [1, 4],
+    );
+    assert.equal(ingester.counts.stored, 4);
+  });
+
+  test("an outage in a later part answers 503; sending the body again stores every message once", async () => {
+    const { post, failAt, ingester } = await backfillApp();
+    const body = `${Array.from({ length: 8 }, (_, i) => JSON.stringify(table(`r${i}`, String(i)))).join("\n")}\n`;
+    // Parts [0 1 2] [3 4 5] [6 7]: the first commits, the second fails (the third may be committed).
+    failAt(2);
+    const first = await post(body);
+    assert.equal(first.status, 503);
+    assert.equal(first.retryAfter, "1");
+    assert.match(JSON.stringify(first.body), /store is unavailable \(ECONNREFUSED\)/);
+    const before = ingester.counts.stored;
+    assert.ok(before === 3 || before === 5, `stored ${before}`);
+    const again = await post(body);
+    assert.equal(again.status, 200);
+    assert.deepEqual([again.body.accepted, again.body.duplicates, again.body.rejected], [8, before, []]);
+    assert.equal(ingester.counts.stored, 8);
+  });
+
+  test("a lone surrogate sent as a \\u escape is still rejected", async () => {
+    const { post } = await backfillApp();
+    const line = JSON.stringify(table("a", "x")).replace('"v":"x"', '"v":"bad \\ud800 text"');
+    const { status, body } = await post(`${JSON.stringify(table("b", "1"))}\n${line}\n`);
+    assert.equal(status, 200);
+    const rejected = body.rejected as { index: number; error: string }[];
+    assert.equal(rejected[0]?.index, 1);
+    assert.match(rejected[0]?.error ?? "", /lone surrogate\) at \/data\/row\/v/);
+  });
+});
+
+describe("backfill shortcuts", () => {
+  for (const [name, text, expected] of [
+    ["plain text", '{"a":"x é ✓ 😀"}', true],
+    ["a \\u escape of a surrogate", '{"a":"\\ud800"}', false],
+    ["any \\u escape (not looked into)", '{"a":"\\u00e9"}', false],
+    ["a lone surrogate in the text itself", '{"a":"\uD800"}', false],
+  ] as const) {
+    test(`wellFormedJsonText: ${name} → ${expected}`, () => {
+      assert.equal(wellFormedJsonText(text), expected);
+    });
+  }
+
+  test("the digest of a message without an id is the SHA-256 of its JSON text, as before", () => {
+    const message = table("a", "1.50");
+    const expected = createHash("sha256").update(JSON.stringify(message)).digest("hex");
+    assert.deepEqual(messageKey(undefined, message), { kind: "hash", hash: expected });
+    const byId = createHash("sha256").update("id:not-a-gateway-id").digest("hex");
+    assert.deepEqual(messageKey("not-a-gateway-id", message), { kind: "hash", hash: byId });
+  });
+});
