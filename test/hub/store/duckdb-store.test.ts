@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { digestOf } from "../../../src/hub/store/duckdb/duckdb-claims.js";
 import {
   buildZoneOffsetsQuery,
   decimalFraction,
@@ -143,24 +145,61 @@ describe("DuckDB store", () => {
     );
   });
 
-  it("migrates a version-1 file to version 2, and never lowers a newer version", async () => {
+  it("migrates a version-1 file to version 3, and never lowers a newer version", async () => {
     const path = freshFile();
     const first = await createDuckDbStore({ path });
     await first.migrate();
     await first.close();
-    await rawRows(path, "DROP TABLE events; DROP TABLE message_ranges; DROP TABLE message_hashes");
+    await rawRows(path, "DROP TABLE events; DROP TABLE message_ranges; DROP TABLE message_digests");
     await rawRows(path, "UPDATE store_meta SET value = '1' WHERE key = 'schema_version'");
     const second = await createDuckDbStore({ path });
     await second.migrate();
     assert.deepEqual(await second.transaction((tx) => tx.claim([{ kind: "hash", hash: "h" }])), [true]);
     assert.deepEqual(await second.listEvents({ limit: 1 }), []);
     await second.close();
-    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["2"]]);
-    await rawRows(path, "UPDATE store_meta SET value = '3' WHERE key = 'schema_version'");
+    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["3"]]);
+    await rawRows(path, "UPDATE store_meta SET value = '4' WHERE key = 'schema_version'");
     const third = await createDuckDbStore({ path });
     await third.migrate();
     await third.close();
-    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["3"]]);
+    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["4"]]);
+  });
+
+  it("moves a version-2 file's message hashes to 128-bit digests: a stored message stays a duplicate", async () => {
+    const path = freshFile();
+    const first = await createDuckDbStore({ path });
+    await first.migrate();
+    await first.close();
+    // A version-2 file: hex SHA-256 text in message_hashes, no message_digests.
+    const hashes = [
+      "ffffffffffffffff0123456789abcdef00112233445566778899aabbccddeeff", // high bit set: negative
+      "0000000000000000ffffffffffffffff00112233445566778899aabbccddeeff",
+      createHash("sha256").update('{"m":1}').digest("hex"),
+    ];
+    await rawRows(
+      path,
+      `DROP TABLE message_digests; CREATE TABLE message_hashes (hash VARCHAR PRIMARY KEY);
+       INSERT INTO message_hashes VALUES ${hashes.map((h) => `('${h}')`).join(", ")};
+       UPDATE store_meta SET value = '2' WHERE key = 'schema_version'`,
+    );
+    const second = await createDuckDbStore({ path });
+    await second.migrate();
+    const claimed = await second.transaction((tx) =>
+      tx.claim([...hashes, "a".repeat(64)].map((hash) => ({ kind: "hash" as const, hash }))),
+    );
+    assert.deepEqual(claimed, [false, false, false, true]);
+    await second.close();
+    assert.deepEqual(
+      await rawRows(
+        path,
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'message_hashes' UNION ALL SELECT count(*) FROM message_digests",
+      ),
+      [[0n], [4n]],
+    );
+    assert.deepEqual(
+      (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(([d]) => d),
+      [...hashes, "a".repeat(64)].map(digestOf).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
   });
 
   it("refuses bad tuning options", async () => {

@@ -3,9 +3,10 @@
  * inside the caller's open transaction. Seq keys become runs per origin in `message_ranges`
  * (planned by `planSeqClaim`), in at most four statements per claim whatever the number of origins:
  * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost one
- * statement: an insert that skips the known hashes and returns the new ones.
+ * statement: an insert that skips the known digests and returns the new ones.
  */
-import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import { hash } from "node:crypto";
+import { BIGINT, type DuckDBConnection, HUGEINT, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { checkMessageKey } from "../data-checks.js";
 import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
@@ -13,6 +14,18 @@ import { toNumber } from "./duckdb-append.js";
 
 const TEXTS = LIST(VARCHAR);
 const SEQS = LIST(BIGINT);
+const DIGESTS = LIST(HUGEINT);
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/**
+ * The stored form of a hash key: the first 128 bits of the SHA-256 the key names (its 64 hex
+ * digits, as the ingester makes them; any other text is hashed first), as a signed 128-bit integer
+ * (DuckDB's HUGEINT). 128 bits keep collisions out of reach (about 1 in 10^20 at 10^9 messages).
+ */
+export function digestOf(key: string): bigint {
+  const hex = SHA256_HEX.test(key) ? key : hash("sha256", key, "hex");
+  return BigInt.asIntN(128, BigInt(`0x${hex.slice(0, 32)}`));
+}
 
 /**
  * Claims `keys` on `connection` (which must be inside a transaction): for each key, true when it was
@@ -130,15 +143,16 @@ async function claimHashes(
   hashes: readonly { index: number; hash: string }[],
   fresh: boolean[],
 ): Promise<void> {
-  // The primary key skips stored hashes; RETURNING names the rows actually inserted.
+  const digests = hashes.map((h) => digestOf(h.hash));
+  // The primary key skips stored digests; RETURNING names the rows actually inserted.
   const inserted = await connection.runAndReadAll(
-    `INSERT INTO message_hashes SELECT DISTINCT unnest($hashes)
-     ON CONFLICT DO NOTHING RETURNING hash`,
-    { hashes: listValue(hashes.map((h) => h.hash)) },
-    { hashes: TEXTS },
+    `INSERT INTO message_digests SELECT DISTINCT unnest($digests)
+     ON CONFLICT DO NOTHING RETURNING digest`,
+    { digests: listValue(digests) },
+    { digests: DIGESTS },
   );
-  const added = new Set(inserted.getRowsJS().map(([hash]) => String(hash)));
-  for (const { index, hash } of hashes) {
-    if (added.delete(hash)) fresh[index] = true;
-  }
+  const added = new Set((inserted.getColumnsJS()[0] ?? []) as bigint[]);
+  hashes.forEach(({ index }, k) => {
+    if (added.delete(digests[k] as bigint)) fresh[index] = true;
+  });
 }

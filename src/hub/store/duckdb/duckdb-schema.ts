@@ -10,10 +10,15 @@
  * Version 2 adds `events` (severity, snooze and userassignment history) and the message-id
  * de-duplication tables `message_ranges` and `message_hashes` (DESIGN 1). A version-1 file gains
  * them on its next `migrate()`.
+ *
+ * Version 3 keeps the digests of messages without an id as 128-bit integers in `message_digests`
+ * instead of 64-character hex text in `message_hashes` (issue 12: the text primary key cost a
+ * backfill about 25 µs per message once it held a million); `migrate()` moves a version-2 file's
+ * hashes over ({@link MIGRATE_MESSAGE_HASHES}) and drops the old table.
  */
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 2;
+export const DUCKDB_SCHEMA_VERSION = 3;
 
 /** The DDL `migrate()` runs in order; each statement is a no-op when its object exists. */
 export const DUCKDB_SCHEMA: readonly string[] = [
@@ -83,6 +88,28 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      first_seq BIGINT NOT NULL,
      last_seq BIGINT NOT NULL
    )`,
-  // SHA-256 (hex) of messages that carry no id (backfilled files); never updated, so indexed.
-  "CREATE TABLE IF NOT EXISTS message_hashes (hash VARCHAR PRIMARY KEY)",
+  // The first 128 bits of the SHA-256 of messages that carry no id (backfilled files), as a signed
+  // integer (duckdb-claims.ts `digestOf`); never updated, so indexed.
+  "CREATE TABLE IF NOT EXISTS message_digests (digest HUGEINT PRIMARY KEY)",
+];
+
+/** Whether a version-2 file still holds its `message_hashes` table. */
+export const HAS_MESSAGE_HASHES =
+  "SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'message_hashes'";
+
+/**
+ * Moves a version-2 file's hashes into `message_digests`, in one transaction with dropping the old
+ * table: the first 32 hex digits as two unsigned 64-bit halves, the high one taken as signed, which
+ * is `digestOf` in duckdb-claims.ts (a hash that is not 64 hex digits cannot be in a version-2
+ * file: the ingester wrote only SHA-256 hex).
+ */
+export const MIGRATE_MESSAGE_HASHES: readonly string[] = [
+  `INSERT INTO message_digests
+   SELECT DISTINCT
+     (CASE WHEN hi >= 9223372036854775808 THEN hi::HUGEINT - 18446744073709551616::HUGEINT ELSE hi::HUGEINT END)
+       * 18446744073709551616::HUGEINT + lo::HUGEINT
+   FROM (SELECT ('0x' || substr(hash, 1, 16))::UBIGINT AS hi, ('0x' || substr(hash, 17, 16))::UBIGINT AS lo
+         FROM message_hashes)
+   ON CONFLICT DO NOTHING`,
+  "DROP TABLE message_hashes",
 ];

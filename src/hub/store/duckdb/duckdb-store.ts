@@ -58,7 +58,7 @@ import {
   pageSamplesSql,
   rowNamesSql,
 } from "./duckdb-queries.js";
-import { DUCKDB_SCHEMA } from "./duckdb-schema.js";
+import { DUCKDB_SCHEMA, HAS_MESSAGE_HASHES, MIGRATE_MESSAGE_HASHES } from "./duckdb-schema.js";
 import { duckDbMachineSettings } from "./duckdb-settings.js";
 import {
   DuckDbTransaction,
@@ -159,8 +159,23 @@ class DuckDbStore implements Store {
   migrate(): Promise<void> {
     return this.write(async () => {
       for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
+      await this.migrateMessageHashes();
       await this.loadCaches();
     });
+  }
+
+  /** Schema version 3 (duckdb-schema.ts): a version-2 file's hashes move to `message_digests`. */
+  private async migrateMessageHashes(): Promise<void> {
+    const found = await this.writer.runAndReadAll(HAS_MESSAGE_HASHES);
+    if (Number(found.getRowObjectsJS()[0]?.n ?? 0) === 0) return;
+    await this.writer.run("BEGIN TRANSACTION");
+    try {
+      for (const statement of MIGRATE_MESSAGE_HASHES) await this.writer.run(statement);
+      await this.writer.run("COMMIT");
+    } catch (error) {
+      await this.writer.run("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
   }
 
   ingest(batch: IngestBatch): Promise<void> {
