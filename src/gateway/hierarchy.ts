@@ -139,13 +139,40 @@ function sameRow(a: RowRecord, b: RowRecord): boolean {
   return true;
 }
 
-/** A prototype-less record of a row, for one message (column names are data). */
+/**
+ * Row templates by columns array: null once the columns were seen, a template from the second
+ * time on (a dataview's rows share their columns array until its columns change).
+ */
+const rowTemplates = new WeakMap<readonly string[], object | null>();
+
+/**
+ * A prototype-less record of a row, for one message (column names are data). Such a record made
+ * key by key is a dictionary, slow to build and to walk (the schema check, the sinks): from the
+ * second row with the same columns it is a copy of a template with those keys, which V8 keeps in
+ * its fast form, then its prototype removed (issue 12). Same keys, order and values either way.
+ */
 function rowObject(row: RowRecord): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  row.columns.forEach((column, i) => {
-    out[column] = row.cells[i] ?? "";
-  });
+  const { columns, cells } = row;
+  let template = rowTemplates.get(columns);
+  if (template === null) {
+    template = templateOf(columns);
+    rowTemplates.set(columns, template);
+  } else if (template === undefined) rowTemplates.set(columns, null);
+  let out: Record<string, string>;
+  if (template === undefined) out = Object.create(null);
+  else {
+    out = { ...template };
+    Object.setPrototypeOf(out, null);
+  }
+  for (let i = 0; i < columns.length; i += 1) out[columns[i] as string] = cells[i] ?? "";
   return out;
+}
+
+/** An object with the keys `columns` in their order, as JSON.parse builds it (own data properties). */
+function templateOf(columns: readonly string[]): object {
+  const keys: Record<string, string> = Object.create(null);
+  for (const column of columns) keys[column] = "";
+  return JSON.parse(JSON.stringify(keys)) as object;
 }
 
 function headlinesObject(headlines: WireHeadlines): Record<string, string> {
@@ -176,6 +203,17 @@ export class Hierarchy implements ItemLookup {
   rejected = 0;
   /** The severity engine, when the hierarchy was built with `events`. */
   readonly events: SeverityEngine | undefined;
+  /**
+   * Set once any row is stored with cell severities (only sampler-made dataviews have them): until
+   * then the engine's per-row question for them has the answer "none" without a lookup (issue 12).
+   */
+  private severitiesSeen = false;
+  /** The last instant turned into an ISO string and that string: a batch's changes share instants. */
+  private isoMs = Number.NaN;
+  private isoText = "";
+  /** The last address turned into a dataview key and that key. */
+  private lastAddress: DataviewAddress | undefined;
+  private lastKey = "";
 
   constructor(
     private gateway: GatewaySetup,
@@ -189,18 +227,7 @@ export class Hierarchy implements ItemLookup {
             gateway: gateway.name,
             rules: events.rules,
             lookup: this,
-            samplerSeverities: (probe, t, row) =>
-              this.probes
-                .get(probe)
-                ?.dataviews.get(
-                  dataviewKeyOf({
-                    managedEntity: t.managedEntity,
-                    sampler: t.sampler,
-                    samplerType: t.type,
-                    dataview: t.dataview,
-                  }),
-                )
-                ?.rows.get(row)?.severities,
+            samplerSeverities: (probe, t, row) => this.rowSeverities(probe, t, row),
             ...(events.restored === undefined ? {} : { restored: events.restored }),
           });
     for (const setup of probes) {
@@ -498,6 +525,47 @@ export class Hierarchy implements ItemLookup {
     return { probes: this.probes.size, dataviews, rows, rejected: this.rejected };
   }
 
+  /** The cell severities the sampler set on a row (the engine asks for every table message). */
+  private rowSeverities(
+    probe: string,
+    t: { managedEntity: string; sampler: string; type: string; dataview: string },
+    row: string,
+  ): WireSeverities | undefined {
+    if (!this.severitiesSeen) return undefined;
+    const key = dataviewKeyOf({
+      managedEntity: t.managedEntity,
+      sampler: t.sampler,
+      samplerType: t.type,
+      dataview: t.dataview,
+    });
+    return this.probes.get(probe)?.dataviews.get(key)?.rows.get(row)?.severities;
+  }
+
+  /** `dataviewKeyOf(address)`, remembering the last address (a batch's changes mostly share one). */
+  private keyOf(address: DataviewAddress): string {
+    const last = this.lastAddress;
+    if (
+      last === undefined ||
+      last.dataview !== address.dataview ||
+      last.sampler !== address.sampler ||
+      last.samplerType !== address.samplerType ||
+      last.managedEntity !== address.managedEntity
+    ) {
+      this.lastAddress = { ...address };
+      this.lastKey = dataviewKeyOf(address);
+    }
+    return this.lastKey;
+  }
+
+  /** `iso(ms)`, remembering the last instant (the changes of a batch mostly share theirs). */
+  private isoOf(ms: number): string {
+    if (ms !== this.isoMs) {
+      this.isoText = iso(ms);
+      this.isoMs = ms;
+    }
+    return this.isoText;
+  }
+
   private record(probe: string): ProbeRecord {
     const record = this.probes.get(probe);
     if (record === undefined) throw new Error(`probe '${probe}' is not in the setup`);
@@ -744,6 +812,7 @@ export class Hierarchy implements ItemLookup {
     severities: WireSeverities | undefined,
   ): void {
     seen.add(name);
+    if (severities !== undefined) this.severitiesSeen = true;
     const row: RowRecord = { columns: dataview.columns, cells, at, severities };
     const before = dataview.rows.get(name);
     dataview.rows.set(name, row);
@@ -760,16 +829,21 @@ export class Hierarchy implements ItemLookup {
 
   /** One live change; false when it was refused. */
   private applyChange(record: ProbeRecord, change: Change, now: string, out: PublicV2Message[]): boolean {
-    const key = dataviewKeyOf(change.dataview);
+    const key = this.keyOf(change.dataview);
     const dataview = record.dataviews.get(key);
-    const probeTime = iso(change.at);
+    const probeTime = this.isoOf(change.at);
     switch (change.kind) {
       case "row": {
         if (dataview === undefined) return false;
         const exists = dataview.rows.get(change.name);
-        const sampler = this.samplerFor(record, change.dataview);
-        if (exists === undefined && dataview.rows.size >= (sampler?.maxRows ?? 0)) return false;
+        // The row bound is asked only of a new row (an update never grows the dataview).
+        if (
+          exists === undefined &&
+          dataview.rows.size >= (this.samplerFor(record, change.dataview)?.maxRows ?? 0)
+        )
+          return false;
         if (change.columns !== undefined) dataview.columns = change.columns;
+        if (change.severities !== undefined) this.severitiesSeen = true;
         const row: RowRecord = {
           columns: dataview.columns,
           cells: decodeCells(change.cells, dataview.columns.length),
@@ -811,6 +885,7 @@ export class Hierarchy implements ItemLookup {
               at: change.at,
               severities: wire.severities,
             };
+            if (wire.severities !== undefined) this.severitiesSeen = true;
             created.rows.set(wire.name, row);
             out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
           }
@@ -839,6 +914,7 @@ export class Hierarchy implements ItemLookup {
             at: change.at,
             severities: wire.severities,
           };
+          if (wire.severities !== undefined) this.severitiesSeen = true;
           const existed = dataview.rows.has(wire.name);
           dataview.rows.set(wire.name, row);
           out.push(

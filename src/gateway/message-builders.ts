@@ -14,6 +14,7 @@ import type {
   Operation,
   ProbeMessage,
   TableMessage,
+  TableTarget,
 } from "../messages/types.js";
 
 /** An instant as the ISO 8601 string messages carry; callers convert once per event, not per message. */
@@ -71,6 +72,21 @@ function metricsTarget(context: MetricsContext): HeadlineTarget {
   };
 }
 
+/** The target of a table message: a headline's target and then `row` (one object, issue 12). */
+function tableTarget(context: MetricsContext, row: string): TableTarget {
+  const { address } = context;
+  return {
+    gateway: context.gateway,
+    probe: context.probe,
+    managedEntity: address.managedEntity,
+    type: address.samplerType,
+    sampler: address.sampler,
+    dataview: address.dataview,
+    filter: { osType: context.osType, pluginName: context.plugin },
+    row,
+  };
+}
+
 /** A `table` message carries every column of one row, the row-name column included (DESIGN 4.3). */
 export function tableMessage(
   operation: Operation,
@@ -86,7 +102,7 @@ export function tableMessage(
     data: {
       sampleTime,
       probeTime,
-      target: { ...metricsTarget(context), row },
+      target: tableTarget(context, row),
       row: cells,
     },
   };

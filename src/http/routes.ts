@@ -6,7 +6,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 
 import { VigilError } from "../errors/catalog.js";
 import { sendError } from "./error-handler.js";
 
-export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+/** A route handler: its answer, or a promise of it (a synchronous answer costs no promise). */
+export type Handler = (request: FastifyRequest, reply: FastifyReply) => unknown;
+
+/** An `onRequest` hook of one resource, in Fastify's callback form. */
+export type OnRequestHook = (request: FastifyRequest, reply: FastifyReply, done: () => void) => void;
 
 /** Apps that route every method Node's HTTP parser accepts (see {@link routeEveryMethod}). */
 const everyMethodApps = new WeakSet<FastifyInstance>();
@@ -35,8 +39,10 @@ export function resource(
   app: FastifyInstance,
   url: string,
   handlers: Partial<Record<"GET" | "POST" | "PUT" | "DELETE", Handler>>,
-  options: { bodyLimit?: number } = {},
+  options: { bodyLimit?: number; onRequest?: OnRequestHook } = {},
 ): void {
+  // A hook of this URL only, so that other routes do not pay for it (issue 12).
+  const onRequest = options.onRequest === undefined ? {} : { onRequest: options.onRequest };
   const allowed = Object.keys(handlers) as ("GET" | "POST" | "PUT" | "DELETE")[];
   const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
   for (const method of allowed) {
@@ -47,6 +53,7 @@ export function resource(
       url,
       handler,
       ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+      ...onRequest,
     });
   }
   routeEveryMethod(app);
@@ -56,6 +63,7 @@ export function resource(
   app.route({
     method: others as HTTPMethods[],
     url,
+    ...onRequest,
     handler: async (request, reply) =>
       sendError(
         reply,

@@ -19,6 +19,7 @@ import {
 import { type HttpMetricsOptions, instrumentHttp } from "../metrics/http-metrics.js";
 import { type ConnectionLimits, limitConnections } from "./connection-limits.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handler.js";
+import { lazyRequestLogger } from "./request-logger.js";
 
 export interface HttpAppOptions {
   readonly logger: Logger;
@@ -73,6 +74,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     return503OnClosing: false,
     // One line per request would drown the event log at ingest rates; errors are logged by the handler.
     logController: new LogController({ disableRequestLogging: true }),
+    // So a request that logs nothing gets no logger of its own either (issue 12).
+    childLoggerFactory: lazyRequestLogger,
     // Errors of the router and of Node's HTTP parser get the API error body too (error-handler.ts).
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,

@@ -247,35 +247,42 @@ export function estimateChangeSize(change: Change): number {
     address.sampler.length +
     address.samplerType.length +
     address.dataview.length;
-  const cells = (wire: WireCells) => {
-    for (const cell of wire) size += typeof cell === "string" ? cell.length + 3 : 4;
-  };
-  const headlines = (pairs: WireHeadlines) => {
-    for (const [name, value] of pairs) size += name.length + value.length + 6;
-  };
+  // Plain loops and helpers at module level: this runs once per change the probe accepts (issue 12).
   switch (change.kind) {
     case "row":
-      size += change.name.length;
-      cells(change.cells);
-      for (const column of change.columns ?? []) size += column.length + 3;
-      for (const [column] of change.severities ?? []) size += column.length + 16;
+      size += change.name.length + cellsSize(change.cells);
+      if (change.columns !== undefined) for (const column of change.columns) size += column.length + 3;
+      if (change.severities !== undefined)
+        for (const [column] of change.severities) size += column.length + 16;
       break;
     case "rowDelete":
       size += change.name.length;
       break;
     case "dataview":
       for (const column of change.columns) size += column.length + 3;
-      for (const row of change.rows) {
-        size += row.name.length + 24;
-        cells(row.cells);
-      }
-      headlines(change.headlines);
+      for (const row of change.rows) size += row.name.length + 24 + cellsSize(row.cells);
+      size += headlinesSize(change.headlines);
       break;
     case "dataviewDelete":
       break;
     case "headlines":
-      headlines(change.headlines);
+      size += headlinesSize(change.headlines);
       break;
   }
+  return size;
+}
+
+function cellsSize(wire: WireCells): number {
+  let size = 0;
+  for (let i = 0; i < wire.length; i += 1) {
+    const cell = wire[i] as string | number;
+    size += typeof cell === "string" ? cell.length + 3 : 4;
+  }
+  return size;
+}
+
+function headlinesSize(pairs: WireHeadlines): number {
+  let size = 0;
+  for (const [name, value] of pairs) size += name.length + value.length + 6;
   return size;
 }

@@ -211,6 +211,70 @@ function row(value: unknown, path: string, bounds: FrameBounds): WireRow {
 }
 
 /** Validates one change (the `kind` decides its fields). */
+const ROW_CHANGE_KEYS = new Set(["kind", "dataview", "at", "name", "cells", "columns"]);
+const ADDRESS_KEYS = new Set(["managedEntity", "sampler", "samplerType", "dataview"]);
+
+/** A plain object (a parsed JSON object or an object literal), whose keys `for…in` lists exactly. */
+function plain(value: unknown): value is Json {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    Object.getPrototypeOf(value) === Object.prototype &&
+    !Array.isArray(value)
+  );
+}
+
+/** Whether a string is at most `max` long. */
+function short(value: unknown, max: number): value is string {
+  return typeof value === "string" && value.length <= max;
+}
+
+/**
+ * The common change, a row upsert without severities, checked without building any error path
+ * (issue 12: a change per accepted PUT row). Returns what {@link change} returns for it, or
+ * undefined for anything it does not accept at once: {@link change} then decides and names the
+ * fault. It accepts nothing {@link change} refuses (the same checks, on a narrower shape).
+ */
+function plainRowChange(value: unknown, bounds: FrameBounds): Change | undefined {
+  if (!plain(value) || value.kind !== "row") return undefined;
+  for (const key in value) if (!ROW_CHANGE_KEYS.has(key)) return undefined;
+  const a = value.dataview;
+  if (!plain(a)) return undefined;
+  for (const key in a) if (!ADDRESS_KEYS.has(key)) return undefined;
+  const max = Math.max(bounds.maxCellLength, MAX_NAME_LENGTH);
+  const { managedEntity, sampler, samplerType, dataview } = a;
+  if (!short(managedEntity, max) || !short(sampler, max) || !short(samplerType, max) || !short(dataview, max))
+    return undefined;
+  const { at, name, cells: list, columns: names } = value;
+  if (typeof at !== "number" || !Number.isInteger(at) || at < 0 || at > EPOCH_MS_MAX) return undefined;
+  if (!short(name, bounds.maxCellLength + 32)) return undefined;
+  const { maxColumns, maxCellLength } = bounds;
+  if (!Array.isArray(list) || list.length > maxColumns) return undefined;
+  let count = 0;
+  for (let i = 0; i < list.length; i += 1) {
+    const cell: unknown = list[i];
+    if (typeof cell === "string") {
+      if (cell.length > maxCellLength) return undefined;
+      count += 1;
+    } else if (typeof cell === "number" && Number.isInteger(cell) && cell >= 1 && cell <= maxColumns) {
+      count += cell;
+    } else return undefined;
+    if (count > maxColumns) return undefined;
+  }
+  const address: DataviewAddress = { managedEntity, sampler, samplerType, dataview };
+  if (names === undefined) return { kind: "row", dataview: address, at, name, cells: list as WireCells };
+  if (!Array.isArray(names) || names.length > maxColumns) return undefined;
+  for (let i = 0; i < names.length; i += 1) if (!short(names[i], maxCellLength)) return undefined;
+  return {
+    kind: "row",
+    dataview: address,
+    at,
+    name,
+    cells: list as WireCells,
+    columns: names as readonly string[],
+  };
+}
+
 function change(value: unknown, path: string, bounds: FrameBounds): Change {
   if (value === null || typeof value !== "object" || Array.isArray(value)) fail(path, "must be an object");
   const kind = (value as Json).kind;
@@ -295,7 +359,7 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
         type,
         seq: integer(f.seq, "state.seq", 1, SEQ_MAX),
         items: items.map((item, i) => {
-          const c = change(item, `state.items[${i}]`, bounds);
+          const c = plainRowChange(item, bounds) ?? change(item, `state.items[${i}]`, bounds);
           if (c.kind !== "dataview" && c.kind !== "row") {
             fail(`state.items[${i}].kind`, "a state holds only 'dataview' and 'row' items");
           }
@@ -311,7 +375,9 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
       return {
         type,
         seq: integer(f.seq, "changes.seq", 1, SEQ_MAX),
-        changes: changes.map((c, i) => change(c, `changes.changes[${i}]`, bounds)),
+        changes: changes.map(
+          (c, i) => plainRowChange(c, bounds) ?? change(c, `changes.changes[${i}]`, bounds),
+        ),
       };
     }
     case "heartbeat":

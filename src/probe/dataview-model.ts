@@ -254,9 +254,18 @@ export class DataviewModel {
     limits: DataviewLimits,
     at: number = Date.now(),
   ): { name: string; changes: Change[] } {
+    // One lookup per sent column (issue 12): its index, or -1 for a column new to the dataview.
+    const indexes = new Array<number>(body.size);
     const added: string[] = [];
-    for (const column of body.keys()) if (!this.columnIndex.has(column)) added.push(column);
-    if (this.columns.length + added.length > limits.maxColumns) this.tooManyColumns(limits.maxColumns);
+    let k = 0;
+    for (const column of body.keys()) {
+      const index = this.columnIndex.get(column);
+      if (index === undefined) added.push(column);
+      indexes[k] = index ?? -1;
+      k += 1;
+    }
+    const known = this.columns.length;
+    if (known + added.length > limits.maxColumns) this.tooManyColumns(limits.maxColumns);
     const first = this.columns[0] ?? added[0];
     if (first === undefined) {
       throw new VigilError("INVALID_ROW", {
@@ -287,7 +296,37 @@ export class DataviewModel {
       this.columnIndex.set(column, this.columns.length);
       this.columns.push(column);
     }
-    const cells = this.columns.map((column, i) => (i === 0 ? base : (body.get(column) ?? "")));
+    const columns = this.columns;
+    // Blank where the body has no value; the body's values at their columns (new ones were
+    // appended in body order); the first column is the row's name.
+    const cells = new Array<string>(columns.length).fill("");
+    k = 0;
+    let next = known;
+    for (const value of body.values()) {
+      const index = indexes[k] as number;
+      k += 1;
+      cells[index === -1 ? next++ : index] = value;
+    }
+    cells[0] = base;
+    if (target !== undefined && target.base === base) {
+      // The common write (issue 12): the row keeps its name, so no row is renamed and the only
+      // change is its upsert (what the general path below gives for it, without its bookkeeping).
+      target.cells = cells;
+      target.at = at;
+      this.status = "OK";
+      const changes: Change[] = [
+        {
+          kind: "row",
+          dataview: this.address,
+          at,
+          name: target.name,
+          cells: encodeCells(cells),
+          ...(added.length > 0 ? { columns: [...columns] } : {}),
+        },
+      ];
+      this.emitHeadlines(changes, at);
+      return { name: target.name, changes };
+    }
     const renamed = new Map<Row, string>();
     let written: Row;
     if (target === undefined) {
@@ -378,6 +417,9 @@ export class DataviewModel {
   }
 
   private emitHeadlines(changes: Change[], at: number): void {
+    // `lastHeadlines` always comes from headlines(): the same names in the same order.
+    const last = this.lastHeadlines;
+    if (last.length === 2 && last[0]?.[1] === this.status && last[1]?.[1] === String(this.rows.size)) return;
     const now = this.headlines();
     const same = now.every(([name, value], i) => {
       const before = this.lastHeadlines[i];

@@ -64,12 +64,23 @@ function shown(column: string): string {
   return isWellFormed(short) ? short : short.replace(/[\uD800-\uDFFF]/gu, "\uFFFD");
 }
 
-/** Refuses an empty or ill-formed column name, an over-long name or value, an ill-formed value. */
-function checkCell(column: string, text: string, where: string, code: ErrorCode, limits: BodyLimits): void {
+/**
+ * Refuses an empty or ill-formed column name, an over-long name or value, an ill-formed value.
+ * `decoded` says whether the name or value may hold a lone surrogate: only text decoded from a JSON
+ * escape can (text cut from a valid UTF-8 body at ASCII delimiters is well-formed).
+ */
+function checkCell(
+  column: string,
+  text: string,
+  where: string,
+  code: ErrorCode,
+  limits: BodyLimits,
+  decoded = true,
+): void {
   if (column === "") {
     throw new VigilError(code, { detail: `${where} has a column with an empty name; name every column.` });
   }
-  if (!isWellFormed(column)) {
+  if (decoded && !isWellFormed(column)) {
     throw new VigilError(code, {
       detail: `${where} has a column name that is not well-formed Unicode (a lone surrogate, '${shown(column)}'); send valid UTF-16 text.`,
     });
@@ -90,7 +101,7 @@ function checkCell(column: string, text: string, where: string, code: ErrorCode,
       limit: limits.maxCellLength,
     });
   }
-  if (!isWellFormed(text)) {
+  if (decoded && !isWellFormed(text)) {
     throw new VigilError(code, {
       detail: `${where}, column '${shown(column)}': the value is not well-formed Unicode (a lone surrogate); send valid UTF-16 text.`,
     });
@@ -121,12 +132,19 @@ function toCells(value: unknown, where: string, code: ErrorCode, limits: BodyLim
 /** Thrown inside {@link ExactReader} when the text is not the expected shape of valid JSON. */
 const REFUSED = Symbol("refused");
 
-/** A JSON number token (RFC 8259 §6), read at the reader's offset. */
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-
 /** A character JSON does not allow unescaped in a string (RFC 8259 §7). */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly the characters to find
 const CONTROL = /[\u0000-\u001f]/;
+
+/** Column names of recent rows by position (see ExactReader.column), at most this many and this long. */
+const KNOWN_COLUMNS: string[] = [];
+const KNOWN_COLUMN_POSITIONS = 256; // columns
+const KNOWN_COLUMN_LENGTH = 256; // UTF-16 code units
+
+/** Whether a JSON string's text without escapes is `text` itself: no quote, backslash or control. */
+function literal(text: string): boolean {
+  return text.indexOf('"') === -1 && text.indexOf("\\") === -1 && !CONTROL.test(text) && isWellFormed(text);
+}
 
 /**
  * One strict pass over a body for the two shapes of this API: `[ row, … ]` and `row`, where a row
@@ -141,9 +159,18 @@ class ExactReader {
   private i = 0;
   /** Whether the text holds any control character: only then are strings checked for them. */
   private readonly controls: boolean;
+  /**
+   * Whether a string with an escape was decoded: only such a string can hold a lone surrogate, so
+   * without one the cells need no well-formedness check (the body is valid UTF-8).
+   */
+  escaped = false;
+
+  /** Whether the text holds any backslash: only then are strings searched for escapes. */
+  private readonly backslashes: boolean;
 
   constructor(private readonly text: string) {
     this.controls = CONTROL.test(text);
+    this.backslashes = text.indexOf("\\") !== -1;
   }
 
   /** `[ row, … ]` and nothing after it but whitespace. */
@@ -197,9 +224,9 @@ class ExactReader {
       this.i += 1;
       return cells;
     }
-    for (;;) {
+    for (let position = 0; ; position += 1) {
       if (c !== 0x22) throw REFUSED; // "
-      const column = this.string();
+      const column = this.column(position);
       if (this.space() !== 0x3a) throw REFUSED; // :
       this.i += 1;
       c = this.space();
@@ -208,12 +235,7 @@ class ExactReader {
       else if (c === 0x74) value = this.word("true");
       else if (c === 0x66) value = this.word("false");
       else if (c === 0x6e) value = this.word("null") && "";
-      else {
-        NUMBER.lastIndex = this.i;
-        if (!NUMBER.test(text)) throw REFUSED;
-        value = text.slice(this.i, NUMBER.lastIndex);
-        this.i = NUMBER.lastIndex;
-      }
+      else value = this.number();
       cells.set(column, value);
       c = this.space();
       this.i += 1;
@@ -221,6 +243,30 @@ class ExactReader {
       if (c !== 0x2c) throw REFUSED; // ,
       c = this.space();
     }
+  }
+
+  /**
+   * A column name at the offset (its opening quote): the very string an earlier row had at this
+   * position when the text spells it (issue 12: rows repeat their column names, so most names
+   * cost neither a new string nor hashing it again in the Maps that use it), else a new one.
+   */
+  private column(position: number): string {
+    const known = KNOWN_COLUMNS[position];
+    if (known !== undefined) {
+      const start = this.i + 1;
+      const end = start + known.length;
+      // `known` holds no quote, backslash or control character: the text between these quotes is
+      // exactly `known` and that is also its decoded value.
+      if (this.text.charCodeAt(end) === 0x22 && this.text.startsWith(known, start)) {
+        this.i = end + 1;
+        return known;
+      }
+    }
+    const column = this.string();
+    if (position < KNOWN_COLUMN_POSITIONS && column.length <= KNOWN_COLUMN_LENGTH && literal(column)) {
+      KNOWN_COLUMNS[position] = column;
+    }
+    return column;
   }
 
   /** A string at the offset (its opening quote), decoded. */
@@ -237,8 +283,9 @@ class ExactReader {
     }
     this.i = end + 1;
     const raw = text.slice(start + 1, end);
-    if (raw.indexOf("\\") !== -1) {
+    if (this.backslashes && raw.indexOf("\\") !== -1) {
       // Escapes are decoded by JSON.parse itself, so `\uD800` and the rest mean what they mean there.
+      this.escaped = true;
       try {
         return JSON.parse(text.slice(start, end + 1)) as string;
       } catch {
@@ -247,6 +294,42 @@ class ExactReader {
     }
     if (this.controls && CONTROL.test(raw)) throw REFUSED;
     return raw;
+  }
+
+  /**
+   * A JSON number token (RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`) at
+   * the offset: its source text. Scanned by hand: a sticky regular expression per cell cost about a
+   * tenth of a number-heavy row body's time.
+   */
+  private number(): string {
+    const text = this.text;
+    const start = this.i;
+    let i = start;
+    let c = text.charCodeAt(i);
+    if (c === 0x2d) c = text.charCodeAt(++i); // -
+    // 0, or a digit 1-9 and more digits
+    if (c === 0x30) c = text.charCodeAt(++i);
+    else if (c >= 0x31 && c <= 0x39) {
+      do c = text.charCodeAt(++i);
+      while (c >= 0x30 && c <= 0x39);
+    } else throw REFUSED;
+    if (c === 0x2e) {
+      // . and at least one digit
+      c = text.charCodeAt(++i);
+      if (!(c >= 0x30 && c <= 0x39)) throw REFUSED;
+      do c = text.charCodeAt(++i);
+      while (c >= 0x30 && c <= 0x39);
+    }
+    if (c === 0x65 || c === 0x45) {
+      // e or E, an optional sign and at least one digit
+      c = text.charCodeAt(++i);
+      if (c === 0x2b || c === 0x2d) c = text.charCodeAt(++i);
+      if (!(c >= 0x30 && c <= 0x39)) throw REFUSED;
+      do c = text.charCodeAt(++i);
+      while (c >= 0x30 && c <= 0x39);
+    }
+    this.i = i;
+    return text.slice(start, i);
   }
 
   private word(word: string): string {
@@ -264,14 +347,18 @@ class ExactReader {
   }
 }
 
-/** Checks the names and values of a row the reader gave. */
+/** Checks the names and values of a row the reader gave (`decoded`: see {@link checkCell}). */
 function checkRow(
   row: Map<string, string>,
   where: string,
   code: ErrorCode,
   limits: BodyLimits,
+  decoded: boolean,
 ): Map<string, string> {
-  for (const [column, text] of row) checkCell(column, text, where, code, limits);
+  // forEach: no [name, value] pair allocated per cell (issue 12).
+  row.forEach((text, column) => {
+    checkCell(column, text, where, code, limits, decoded);
+  });
   return row;
 }
 
@@ -288,8 +375,11 @@ export function parseDataviewBody(body: Buffer | undefined, limits: BodyLimits):
   const expected = "a JSON array of row objects (column name to value)";
   const code = "INVALID_DATAVIEW";
   const text = bodyText(body, code, expected);
-  const rows = new ExactReader(text).rows();
-  if (rows !== undefined) return rows.map((row, index) => checkRow(row, `Row ${index}`, code, limits));
+  const reader = new ExactReader(text);
+  const rows = reader.rows();
+  if (rows !== undefined) {
+    return rows.map((row, index) => checkRow(row, `Row ${index}`, code, limits, reader.escaped));
+  }
   throw refusal(text, code, expected, (value) => {
     if (!Array.isArray(value)) throw new VigilError(code, { detail: `The body must be ${expected}.` });
     for (const [index, row] of value.entries()) toCells(row, `Row ${index}`, code, limits);
@@ -301,8 +391,9 @@ export function parseRowBody(body: Buffer | undefined, limits: BodyLimits): RowC
   const expected = "one JSON row object (column name to value)";
   const code = "INVALID_ROW";
   const text = bodyText(body, code, expected);
-  const row = new ExactReader(text).singleRow();
-  if (row !== undefined) return checkRow(row, "The body", code, limits);
+  const reader = new ExactReader(text);
+  const row = reader.singleRow();
+  if (row !== undefined) return checkRow(row, "The body", code, limits, reader.escaped);
   throw refusal(text, code, expected, (value) => toCells(value, "The body", code, limits));
 }
 

@@ -19,12 +19,22 @@ export class SamplerState {
   ) {}
 }
 
+/** Most resolved path segments kept (a client can spell one sampler in only a few ways). */
+const RESOLVED_CACHE_LIMIT = 4096; // segments
+
 const samplerKey = (managedEntity: string, sampler: { name: string; type: string }): string =>
   JSON.stringify([managedEntity, sampler.name, sampler.type]);
 
 /** The probe's rest-api samplers by managed entity, resolved from ingest paths. */
 export class SamplerRegistry {
   private entities = new Map<string, SamplerState[]>();
+  /**
+   * Path segments already resolved, by managed entity then sampler segment (issue 12: an ingest
+   * request does not parse its sampler segment again). Emptied by `update()`; only segments that
+   * resolved are kept, and at most RESOLVED_CACHE_LIMIT of them.
+   */
+  private resolved = new Map<string, Map<string, SamplerState>>();
+  private resolvedCount = 0;
 
   constructor(private probe: ProbeSetup) {
     this.entities = this.build(probe, new Map());
@@ -45,11 +55,31 @@ export class SamplerRegistry {
     for (const sampler of this.all()) previous.set(samplerKey(sampler.managedEntity, sampler.setup), sampler);
     this.entities = this.build(probe, previous);
     this.probe = probe;
+    this.resolved = new Map();
+    this.resolvedCount = 0;
     return [...previous.values()];
   }
 
   /** Finds the rest-api sampler addressed by a path, or throws the 404/400 of DESIGN 3.2. */
   resolve(managedEntity: string, samplerSegment: string): SamplerState {
+    const known = this.resolved.get(managedEntity)?.get(samplerSegment);
+    if (known !== undefined) return known;
+    const state = this.find(managedEntity, samplerSegment);
+    if (this.resolvedCount >= RESOLVED_CACHE_LIMIT) {
+      this.resolved = new Map();
+      this.resolvedCount = 0;
+    }
+    let segments = this.resolved.get(managedEntity);
+    if (segments === undefined) {
+      segments = new Map();
+      this.resolved.set(managedEntity, segments);
+    }
+    segments.set(samplerSegment, state);
+    this.resolvedCount += 1;
+    return state;
+  }
+
+  private find(managedEntity: string, samplerSegment: string): SamplerState {
     const samplers = this.entities.get(managedEntity);
     if (samplers === undefined) {
       throw new VigilError("MANAGED_ENTITY_NOT_FOUND", { managedEntity, probe: this.probe.name });

@@ -180,6 +180,8 @@ export class SeverityEngine {
   /** Last published severity of items (also of items with no node, after a restart). */
   private readonly lastPublished = new Map<string, Severity>();
   private readonly syncing = new Set<Node>();
+  /** The dataview node `dataviewNode` found last. */
+  private lastDataview: Node | undefined;
   private readonly held = new Set<Node>();
   private readonly releases: { node: Node; what: "snooze" | "assignment"; reason: string }[] = [];
   private out: PublicV2Message[] = [];
@@ -716,6 +718,24 @@ export class SeverityEngine {
     dataview: string,
     plugin: string,
   ): Node {
+    // The messages of a batch mostly name one dataview: its node is found again without walking
+    // (and building the targets of) probe, entity and sampler (issue 12). It is still the item's
+    // node while `nodes` holds it (remove() and a node made anew both change that).
+    const last = this.lastDataview;
+    if (last !== undefined && this.nodes.get(last.key) === last) {
+      const t = last.target;
+      if (
+        t.dataview === dataview &&
+        t.sampler === sampler &&
+        t.type === type &&
+        t.managedEntity === managedEntity &&
+        t.probe === probe
+      ) {
+        (last.parent as Node).plugin = plugin;
+        last.plugin = plugin;
+        return last;
+      }
+    }
     const g = this.gatewayName;
     const me = this.child(
       this.probeNode(probe),
@@ -737,6 +757,7 @@ export class SeverityEngine {
       "dataview",
     );
     dv.plugin = plugin;
+    this.lastDataview = dv;
     return dv;
   }
 

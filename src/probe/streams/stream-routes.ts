@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { VigilError } from "../../errors/catalog.js";
-import { resource } from "../../http/routes.js";
+import { type OnRequestHook, resource } from "../../http/routes.js";
 import type { SamplerRegistry, SamplerState } from "../sampler-registry.js";
 import type { ProbeStreams } from "./probe-streams.js";
 import type { StreamCounters } from "./stream-buffer.js";
@@ -28,7 +28,7 @@ export interface StreamRouteDeps {
    */
   readonly ingest: (
     handler: (request: FastifyRequest, reply: FastifyReply) => unknown,
-  ) => (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  ) => (request: FastifyRequest, reply: FastifyReply) => unknown;
 }
 
 interface StreamParams {
@@ -44,12 +44,13 @@ export type StreamPutResult = StreamCounters;
 export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDeps): void {
   const { registry, streams } = deps;
 
-  app.addHook("onRequest", async (request) => {
-    if (request.routeOptions.url !== STREAM_PATH) return;
-    // Any content type is a stream's content type (even none, or one Fastify cannot parse).
+  // Any content type is a stream's content type (even none, or one Fastify cannot parse). A hook of
+  // the stream routes alone: the probe's other routes do not pay for it (issue 12).
+  const anyContentType: OnRequestHook = (request, _reply, done) => {
     if (request.headers["content-type"] !== undefined)
       request.headers["content-type"] = "application/octet-stream";
-  });
+    done();
+  };
 
   const target = (request: FastifyRequest) => {
     const params = request.params as StreamParams;
@@ -62,17 +63,22 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDeps
     return { sampler: registry.resolve(params.me, params.sampler), stream: params.stream };
   };
 
-  resource(app, STREAM_PATH, {
-    GET: async (request) => {
-      const { sampler, stream } = target(request);
-      return streams.stream(sampler, stream);
+  resource(
+    app,
+    STREAM_PATH,
+    {
+      GET: async (request) => {
+        const { sampler, stream } = target(request);
+        return streams.stream(sampler, stream);
+      },
+      PUT: deps.ingest((request): StreamPutResult => {
+        const { sampler, stream } = target(request);
+        const body = request.body;
+        return streams.put(sampler, stream, Buffer.isBuffer(body) ? body : Buffer.alloc(0));
+      }),
     },
-    PUT: deps.ingest((request): StreamPutResult => {
-      const { sampler, stream } = target(request);
-      const body = request.body;
-      return streams.put(sampler, stream, Buffer.isBuffer(body) ? body : Buffer.alloc(0));
-    }),
-  });
+    { onRequest: anyContentType },
+  );
 }
 
 /**

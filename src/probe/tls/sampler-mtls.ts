@@ -19,7 +19,7 @@ import type { X509Certificate } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { PROBE_MAX_CLIENT_CA_FILE_BYTES, PROBE_MAX_CLIENT_CA_FILES } from "../../config/defaults.js";
 import type { ProbeSetup, RestApiSampler } from "../../config/setup.js";
@@ -65,6 +65,11 @@ export class SamplerMtls {
   >();
   private readonly now: () => number;
   private refused = 0;
+  /**
+   * Whether a sampler of the last setup given to `configure` verifies client certificates; while
+   * none does, the hook skips resolving the sampler (issue 12: nothing per request it does not need).
+   */
+  private verifying = false;
   private verifications = 0;
   private caFileReads = 0;
 
@@ -86,9 +91,11 @@ export class SamplerMtls {
   configure(setup: ProbeSetup): void {
     const log = this.options.logger;
     const wanted = new Set<string>();
+    this.verifying = false;
     for (const entity of setup.managedEntities) {
       for (const sampler of entity.samplers) {
         if (sampler.plugin !== "rest-api" || !sampler.verifyClientCertificate) continue;
+        this.verifying = true;
         const where = { managedEntity: entity.name, sampler: sampler.name, type: sampler.type };
         const key = JSON.stringify([entity.name, sampler.name, sampler.type]);
         if (!this.options.secure && this.firstTime(`insecure:${key}`)) {
@@ -138,6 +145,11 @@ export class SamplerMtls {
     if (result.ok) return;
     this.refused++;
     throw new VigilError("CLIENT_CERTIFICATE_REQUIRED", { sampler: sampler.name });
+  }
+
+  /** Whether any sampler of the configured setup has `verifyClientCertificate`. */
+  get active(): boolean {
+    return this.verifying;
   }
 
   /** Counters for status pages and tests. */
@@ -231,16 +243,28 @@ export class SamplerMtls {
  * read. A path whose sampler does not resolve passes: its handler answers the 404/400.
  */
 export function samplerMtlsHook(registry: SamplerRegistry, mtls: SamplerMtls) {
-  return async (request: FastifyRequest): Promise<void> => {
+  // Callback form: no promise per request (issue 12); an error passed to `done` is answered by the
+  // central error handler exactly like a thrown one.
+  return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
     const params = request.params as { me?: unknown; sampler?: unknown } | undefined;
-    if (typeof params?.me !== "string" || typeof params.sampler !== "string") return;
+    if (!mtls.active || typeof params?.me !== "string" || typeof params.sampler !== "string") {
+      done();
+      return;
+    }
     let state: SamplerState;
     try {
       state = registry.resolve(params.me, params.sampler);
     } catch {
+      done();
       return;
     }
-    mtls.check(request.raw.socket, state);
+    try {
+      mtls.check(request.raw.socket, state);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    done();
   };
 }
 
