@@ -77,14 +77,20 @@ async function withStore(
   }
 }
 
-/** Answers with sums, means, variances and deviations rounded: the strategies add in other orders. */
+/**
+ * Answers with sums, means, variances and deviations rounded: the strategies (and the two halves of
+ * a split query) add in other orders. A result within 1e-9 of zero counts as zero: adding a tiny
+ * value before or after terms that cancel (8e-323 + -3 + 2 + 1 against -3 + 2 + 1 + 8e-323) gives
+ * either, both right in floating point.
+ */
 function comparable(rows: readonly MetricQueryRow[]): unknown[] {
+  const rounded = (v: number): number => (Math.abs(v) < 1e-9 ? 0 : Number(v.toPrecision(10)));
   return rows.map((r) => ({
     ...r,
     values: Object.fromEntries(
       Object.entries(r.values).map(([k, v]) => [
         k,
-        v !== null && /^svc\.(sum|avg|var|stddev)$/.test(k) ? Number(v.toPrecision(10)) : v,
+        v !== null && /^svc\.(sum|avg|var|stddev)$/.test(k) ? rounded(v) : v,
       ]),
     ),
   }));
