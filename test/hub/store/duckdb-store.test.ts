@@ -202,6 +202,40 @@ describe("DuckDB store", () => {
     );
   });
 
+  it("claims digests optimistically: a stored one reruns the work with the careful claim, until a batch is all new", async () => {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    const hash = (n: number) => ({
+      kind: "hash" as const,
+      hash: createHash("sha256").update(String(n)).digest("hex"),
+    });
+    let runs = 0;
+    const claim = (keys: ReturnType<typeof hash>[]) =>
+      store.transaction((tx) => {
+        runs += 1;
+        return tx.claim(keys);
+      });
+    // All new, a repeat within the batch included: one run.
+    assert.deepEqual(await claim([hash(1), hash(2), hash(1)]), [true, true, false]);
+    assert.equal(runs, 1);
+    // One stored already: the optimistic insert conflicts, the work runs again carefully.
+    runs = 0;
+    assert.deepEqual(await claim([hash(3), hash(2)]), [true, false]);
+    assert.equal(runs, 2);
+    // Careful while batches hold stored digests (a replay): one run each.
+    runs = 0;
+    assert.deepEqual(await claim([hash(1), hash(4)]), [false, true]);
+    assert.equal(runs, 1);
+    // An all-new batch under the careful claim turns optimism back on: the next all-new one runs once.
+    assert.deepEqual(await claim([hash(5)]), [true]);
+    runs = 0;
+    assert.deepEqual(await claim([hash(6), hash(7)]), [true, true]);
+    assert.equal(runs, 1);
+    // Nothing the conflicting attempt wrote survived it.
+    assert.deepEqual(await claim([hash(3)]), [false]);
+    await store.close();
+  });
+
   it("refuses bad tuning options", async () => {
     await assert.rejects(createDuckDbStore({ path: ":memory:", maxSeriesPerEntity: 0 }), RangeError);
     await assert.rejects(createDuckDbStore({ path: ":memory:", seriesCacheEntries: -1 }), RangeError);

@@ -28,19 +28,34 @@ export function digestOf(key: string): bigint {
 }
 
 /**
+ * Thrown by an optimistic claim of hash keys that met a digest already stored. DuckDB has no
+ * savepoints, so the failed insert aborted the whole transaction: the store runs it again with the
+ * careful claim (duckdb-store.ts).
+ */
+export class DigestConflict extends Error {
+  constructor(cause: unknown) {
+    super("a claimed message digest is stored already", { cause });
+    this.name = "DigestConflict";
+  }
+}
+
+/**
  * Claims `keys` on `connection` (which must be inside a transaction): for each key, true when it was
  * not stored before and not earlier in `keys`. Throws StoreDataError for a malformed key before
- * touching the database.
+ * touching the database. `optimistic`: hash keys are inserted as if none were stored (a plain insert,
+ * half the cost of the careful one that returns what it inserted), and a DigestConflict is thrown
+ * when one was.
  */
 export async function claimMessageKeys(
   connection: DuckDBConnection,
   keys: readonly MessageKey[],
+  optimistic = false,
 ): Promise<boolean[]> {
   for (const key of keys) checkMessageKey(key);
   const fresh = new Array<boolean>(keys.length).fill(false);
   const { origins, hashes } = groupMessageKeys(keys);
   if (origins.size > 0) await claimSeqs(connection, origins, fresh);
-  if (hashes.length > 0) await claimHashes(connection, hashes, fresh);
+  if (hashes.length > 0) await (optimistic ? claimNewHashes : claimHashes)(connection, hashes, fresh);
   return fresh;
 }
 
@@ -135,6 +150,33 @@ async function claimSeqs(
       },
       { origins: TEXTS, first: SEQS, last: SEQS },
     );
+  }
+}
+
+/** The optimistic claim (see {@link claimMessageKeys}): the first key of each digest is new. */
+async function claimNewHashes(
+  connection: DuckDBConnection,
+  hashes: readonly { index: number; hash: string }[],
+  fresh: boolean[],
+): Promise<void> {
+  const digests = new Set<bigint>();
+  for (const { index, hash } of hashes) {
+    const digest = digestOf(hash);
+    if (digests.has(digest)) continue;
+    digests.add(digest);
+    fresh[index] = true;
+  }
+  try {
+    await connection.run(
+      "INSERT INTO message_digests SELECT unnest($digests)",
+      { digests: listValue([...digests]) },
+      { digests: DIGESTS },
+    );
+  } catch (error) {
+    if (error instanceof Error && /^Constraint Error: Duplicate key/.test(error.message)) {
+      throw new DigestConflict(error);
+    }
+    throw error;
   }
 }
 

@@ -38,6 +38,7 @@ import type {
   StoreTransaction,
 } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
+import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import {
   buildMetricQuery,
@@ -132,6 +133,8 @@ class DuckDbStore implements Store {
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
+  /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
+  private optimisticClaims = true;
   /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
   private readonly zoneOffsets = new Map<string, ZoneOffsets>();
   /** Zone names ICU inside DuckDB knows; read once, on the first query with a named zone. */
@@ -182,30 +185,51 @@ class DuckDbStore implements Store {
     return this.transaction((tx) => tx.write(batch));
   }
 
+  /**
+   * Runs `work` in one transaction. Hash keys are first claimed optimistically (a plain insert of
+   * their digests); when one was stored already the transaction is rolled back and `work` runs again
+   * with the careful claim, which stays on until a transaction's hash keys are all new again (a
+   * replay of stored messages costs one attempt, not one per batch).
+   */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.write(async () => {
-      if (!this.cachesLoaded) await this.loadCaches();
-      const tx = new DuckDbTransaction(
-        this.writer,
-        { entities: this.entities, series: this.series, seriesCounts: this.seriesCounts },
-        this.maxSeriesPerEntity,
-      );
-      await this.writer.run("BEGIN TRANSACTION");
-      let result: T;
-      try {
-        result = await work(tx);
-        await tx.finish();
-        if (tx.failure !== undefined) throw tx.failure.error;
-        await this.writer.run("COMMIT");
-      } catch (error) {
-        await tx.finish();
-        await this.writer.run("ROLLBACK").catch(() => undefined);
-        throw error;
+      if (this.optimisticClaims) {
+        try {
+          return await this.attempt(work, true);
+        } catch (error) {
+          if (!(error instanceof DigestConflict)) throw error;
+          this.optimisticClaims = false;
+        }
       }
-      // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
-      this.apply(tx.pending);
-      return result;
+      return this.attempt(work, false);
     });
+  }
+
+  private async attempt<T>(work: (tx: StoreTransaction) => Promise<T>, optimistic: boolean): Promise<T> {
+    if (!this.cachesLoaded) await this.loadCaches();
+    const tx = new DuckDbTransaction(
+      this.writer,
+      { entities: this.entities, series: this.series, seriesCounts: this.seriesCounts },
+      this.maxSeriesPerEntity,
+      optimistic,
+    );
+    await this.writer.run("BEGIN TRANSACTION");
+    let result: T;
+    try {
+      result = await work(tx);
+      await tx.finish();
+      if (tx.failure !== undefined) throw tx.failure.error;
+      await this.writer.run("COMMIT");
+    } catch (error) {
+      await tx.finish();
+      await this.writer.run("ROLLBACK").catch(() => undefined);
+      // A conflict of the optimistic claim is the cause even when `work` went on past it.
+      throw tx.failure?.error instanceof DigestConflict ? tx.failure.error : error;
+    }
+    // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
+    this.apply(tx.pending);
+    if (!optimistic && !tx.duplicateDigests) this.optimisticClaims = true;
+    return result;
   }
 
   ping(): Promise<void> {

@@ -125,16 +125,25 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     span: null,
   };
 
+  /** Set when a careful claim found a hash key stored before (a replay or redelivery). */
+  duplicateDigests = false;
+
+  /** `optimisticClaims`: hash keys are claimed as if new (claimMessageKeys), DigestConflict if not. */
   constructor(
     private readonly c: DuckDBConnection,
     private readonly caches: StoreCaches,
     private readonly maxSeriesPerEntity: number,
+    private readonly optimisticClaims = false,
   ) {
     super();
   }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
-    return this.run(() => claimMessageKeys(this.c, keys));
+    return this.run(async () => {
+      const fresh = await claimMessageKeys(this.c, keys, this.optimisticClaims);
+      if (keys.some((key, i) => key.kind === "hash" && fresh[i] !== true)) this.duplicateDigests = true;
+      return fresh;
+    });
   }
 
   write(batch: IngestBatch): Promise<void> {
