@@ -296,6 +296,8 @@ export interface Store {
    * `ingest` or `transaction` of the same store: it would wait for itself). Caches inside the store
    * change only after the commit. When a `tx` call fails with anything but a
    * {@link StoreDataError}, the transaction is rolled back even if `work` swallows the error.
+   * `work` may run more than once (a store may roll back an attempt and run it again, as the DuckDB
+   * store does after an optimistic claim meets a stored key): it must act only through `tx`.
    */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /** Resolves when the store answers a trivial statement; rejects when it is unreachable. */
