@@ -198,6 +198,42 @@ export async function postBackfill(
   }
 }
 
+/**
+ * Posts backfill batches one after another beside the test, each again (after `retryMs`) until the
+ * hub answers 200, until stopped: `values` holds every value of a batch answered 200, `statuses`
+ * every answer. `hubUrl` is asked before every request (a restarted hub may listen elsewhere).
+ */
+export class Backfiller {
+  readonly values: number[] = [];
+  readonly statuses: (number | string)[] = [];
+  private running = true;
+  private readonly done: Promise<void>;
+
+  constructor(hubUrl: () => string, size: number, retryMs: number) {
+    this.done = this.loop(hubUrl, size, retryMs);
+  }
+
+  /** Stops after the request in flight; resolves when the loop has ended. */
+  stop(): Promise<void> {
+    this.running = false;
+    return this.done;
+  }
+
+  private async loop(hubUrl: () => string, size: number, retryMs: number): Promise<void> {
+    for (let batch = 0; this.running; ) {
+      const answer = await postBackfill(hubUrl(), batch, size);
+      this.statuses.push(answer.status);
+      if (answer.status === 200) {
+        this.values.push(...backfillValues(batch, size));
+        batch += 1;
+      } else {
+        // The hub is down (refused), restarting or its store is away: the same batch again.
+        await new Promise((resolve) => setTimeout(resolve, retryMs));
+      }
+    }
+  }
+}
+
 /** The values a batch of {@link postBackfill} holds. */
 export function backfillValues(batch: number, size: number): number[] {
   return Array.from({ length: size }, (_, i) => batch * size + i + 1);

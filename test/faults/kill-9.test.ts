@@ -22,13 +22,12 @@ import { PRIVATE_NATS_SKIP } from "../helpers/private-services.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
-  backfillValues,
+  Backfiller,
   duplicatesIn,
   faultSetup,
   missingFrom,
   PUSH,
   Pusher,
-  postBackfill,
   storedValues,
   within,
 } from "./fault-fixture.js";
@@ -221,20 +220,8 @@ describe("fault: kill -9 of each process mid-ingest, then a restart", { skip, ti
 
   test("hub: every backfill answered 200 and every published value is stored once after its restart", async () => {
     const pusher = await pusherFor("hubkill");
-    const backfilled: number[] = [];
-    let backfilling = true;
-    const backfill = (async () => {
-      for (let batch = 0; backfilling; ) {
-        const answer = await postBackfill(hubUrl, batch, BATCH);
-        if (answer.status === 200) {
-          backfilled.push(...backfillValues(batch, BATCH));
-          batch += 1;
-        } else {
-          // The hub is down (refused) or restarting: the same batch again.
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-    })();
+    const backfiller = new Backfiller(() => hubUrl, BATCH, 100);
+    const backfilled = backfiller.values;
     await pusher.advance(150);
     await eventually(async () => (backfilled.length >= 3 * BATCH ? true : undefined), 60_000);
     await kill9(hub);
@@ -242,8 +229,7 @@ describe("fault: kill -9 of each process mid-ingest, then a restart", { skip, ti
     await startHub();
     await pusher.advance(100);
     await eventually(async () => (backfilled.length > beforeKill.backfill ? true : undefined), 60_000);
-    backfilling = false;
-    await backfill;
+    await backfiller.stop();
     await pusher.stop();
 
     // Published values the killed hub held unacknowledged come back after the consumer's ack wait.

@@ -15,7 +15,7 @@ import { PRIVATE_NATS_SKIP, PrivatePostgres } from "../helpers/private-services.
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
-  backfillValues,
+  Backfiller,
   duplicatesIn,
   faultSetup,
   missingFrom,
@@ -44,7 +44,7 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
   const processes: VigilProcess[] = [];
   let storeUrl = "";
   let pusher: Pusher | undefined;
-  let backfilling = true;
+  let backfiller: Backfiller | undefined;
 
   before(async () => {
     pg = await PrivatePostgres.start();
@@ -53,7 +53,7 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
   });
 
   after(async () => {
-    backfilling = false;
+    void backfiller?.stop();
     await pusher?.stop();
     for (const p of processes) {
       // A process that died by itself is a finding: show how.
@@ -99,20 +99,10 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
     await push.start();
 
     // Backfill runs beside the probe's data: each batch is posted until it gets a 200.
-    const backfilled: number[] = [];
-    const backfillStatuses: (number | string)[] = [];
-    const backfill = (async () => {
-      for (let batch = 0; backfilling; ) {
-        const answer = await postBackfill(hubUrl, batch, BATCH);
-        backfillStatuses.push(answer.status);
-        if (answer.status === 200) {
-          backfilled.push(...backfillValues(batch, BATCH));
-          batch += 1;
-        } else {
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-      }
-    })();
+    const backfill = new Backfiller(() => hubUrl, BATCH, 200);
+    backfiller = backfill;
+    const backfilled = backfill.values;
+    const backfillStatuses = backfill.statuses;
 
     await push.advance(200);
     /** What the hub said last, for a failure message. */
@@ -159,8 +149,7 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
     );
     await push.advance(100);
     await push.stop();
-    backfilling = false;
-    await backfill;
+    await backfill.stop();
     assert.ok(push.acknowledged.length > duringOutage, "the probe took data again after the outage");
 
     // Every acknowledged value arrives, once: counted in PostgreSQL itself.
