@@ -40,6 +40,8 @@ const CASES: readonly { readonly at: string; readonly zones: readonly string[] }
   { at: "2024-04-06T14:00:00Z", zones: ["Pacific/Chatham"] }, // +13:45 → +12:45
   { at: "2024-09-08T04:00:00Z", zones: ["America/Santiago"] }, // midnight skipped
   { at: "2024-03-10T05:30:00Z", zones: ["America/St_Johns"] }, // -03:30 → -02:30
+  // Samples on both sides of the epoch (negative instants: floor division, not truncation).
+  { at: "1970-01-01T00:00:00Z", zones: ["UTC", "Europe/London", "+05:30", "-03:30", "America/New_York"] },
   {
     at: "2026-01-14T12:00:00Z",
     zones: ["UTC", "Europe/London", "Asia/Kolkata", "Asia/Calcutta", "+05:30", "-03:30", "+05:45"],

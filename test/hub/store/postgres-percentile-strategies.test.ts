@@ -2,8 +2,10 @@
  * The PostgreSQL store's ways of running one metric query (postgres-metrics.ts) give the same
  * exact answers: the two percentile strategies, `hash` (each group's values kept by a hash
  * aggregate, the k-th picked by a bounded top-N sort from the nearer end) and `sort` (ordered
- * `array_agg`, for queries too large to keep every group's values at once), and a query split at a
- * bucket boundary into two statements run at once. Checked on the nearest rank of every n from 1
+ * `array_agg`, for queries too large to keep every group's values at once); first/last from the
+ * kept values and times (`arrays`) or sample by sample (`rows`); series found by array index
+ * (`array`, with and without ids no group takes) or by a join; and a query split at a bucket
+ * boundary into two statements run at once. Checked on the nearest rank of every n from 1
  * to 100 for percentiles whose rank is easy to get wrong in binary floating point, and on random
  * data (times with ties around DST changes — the split lands next to them —, zones, bucket sizes,
  * groupings, time windows). The store's default path is checked against the DESIGN 5.3 reference
@@ -14,7 +16,10 @@ import { after, describe, it } from "node:test";
 import fc from "fast-check";
 import postgres from "postgres";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
-import { queryPgMetrics } from "../../../src/hub/store/postgres/postgres-metrics.js";
+import {
+  type PgMetricQueryOptions,
+  queryPgMetrics,
+} from "../../../src/hub/store/postgres/postgres-metrics.js";
 import { MAX_SEGMENT_SCANS } from "../../../src/hub/store/postgres/postgres-metrics-sql.js";
 import { listPartitions } from "../../../src/hub/store/postgres/postgres-partitions.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
@@ -240,6 +245,24 @@ describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SK
       { kind: "month" },
     ];
     const GROUPINGS: readonly GroupKey[][] = [[], ["rowname"], ["entity"], [{ attribute: "dc" }, "rowname"]];
+    // Series in two groups (looked up by a join whatever is asked), in one group each (by array
+    // index), and in one group each with ids between them that no group takes (rows r2).
+    const METRICS = {
+      overlapping: [
+        { identifier: "all", include: [SELECTOR] },
+        { identifier: "r1", include: [{ ...SELECTOR, row: "r1" }] },
+      ],
+      all: [{ identifier: "all", include: [SELECTOR] }],
+      gaps: [
+        {
+          identifier: "all",
+          include: [
+            { ...SELECTOR, row: "r1" },
+            { ...SELECTOR, row: "r3" },
+          ],
+        },
+      ],
+    } satisfies Record<string, MetricQueryPlan["metrics"]>;
     const arbitraryCase = fc.record({
       // Around London's autumn change (a repeated hour) and Lord Howe's half-hour change.
       base: fc.constantFrom(Date.parse("2024-10-27T01:00:00Z"), Date.parse("2024-04-06T15:00:00Z")),
@@ -256,6 +279,7 @@ describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SK
       ),
       bucket: fc.constantFrom(...BUCKETS),
       grouping: fc.constantFrom(...GROUPINGS),
+      metrics: fc.constantFrom(...(Object.keys(METRICS) as (keyof typeof METRICS)[])),
       ps: fc.subarray(RANK_PERCENTILES, { minLength: 1, maxLength: 3 }),
       windows: fc.oneof(
         fc.constant<TimeWindow[]>([]),
@@ -306,10 +330,7 @@ describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SK
             to: asEpochMs(c.base + 3 * DAY + HOUR),
             zone: c.zone,
             bucket: c.bucket,
-            metrics: [
-              { identifier: "all", include: [SELECTOR] },
-              { identifier: "r1", include: [{ ...SELECTOR, row: "r1" }] },
-            ],
+            metrics: METRICS[c.metrics],
             aggregations: [
               ...(["svc.count", "svc.sum", "svc.min", "svc.max", "svc.avg"] as const).map((name) => ({
                 label: name,
@@ -325,15 +346,13 @@ describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SK
             timeWindows: c.windows,
           };
           const weeks = [...(await listPartitions(sql))];
-          const hashed = await queryPgMetrics(sql, plan, weeks, {
-            percentiles: "hash",
-            splitMinSamples: Infinity,
-          });
-          const sorted = await queryPgMetrics(sql, plan, weeks, {
-            percentiles: "sort",
-            splitMinSamples: Infinity,
-          });
-          const split = await queryPgMetrics(sql, plan, weeks, { percentiles: "hash", splitMinSamples: 0 });
+          const run = (options: PgMetricQueryOptions): Promise<MetricQueryRow[]> =>
+            queryPgMetrics(sql, plan, weeks, { splitMinSamples: Infinity, ...options });
+          const hashed = await run({ percentiles: "hash", firstLast: "rows", lookup: "join" });
+          const kept = await run({ percentiles: "hash", firstLast: "arrays", lookup: "array" });
+          const sorted = await run({ percentiles: "sort", lookup: "array" });
+          const split = await run({ splitMinSamples: 0 });
+          assert.deepEqual(comparable(kept), comparable(hashed));
           assert.deepEqual(comparable(sorted), comparable(hashed));
           assert.deepEqual(comparable(split), comparable(hashed));
           if (c.windows.length === 0) {
@@ -341,7 +360,7 @@ describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SK
             const counted = hashed
               .filter((r) => r.identifier === "all")
               .reduce((n, r) => n + (r.values["svc.count"] ?? 0), 0);
-            assert.equal(counted, samples.length);
+            assert.equal(counted, samples.filter((s) => c.metrics !== "gaps" || s.row !== "r2").length);
           }
         }),
         { numRuns: 25 },

@@ -25,11 +25,16 @@
  * timestamp with ties broken by the smaller (larger) value; percentile by nearest rank with
  * k = max(1, ⌈num·n/den⌉) in `numeric` (exact), never PostgreSQL's float `percentile_disc`. The
  * aggregation is one hash aggregate over (bucket, group number) — a group number stands for the
- * group's key columns and identifier — whose percentile state is the group's values as an array
- * (`array_agg`, no sort); each group then picks its k-th value with a bounded top-N sort of that
- * array from the nearer end (k or n − k + 1 values kept). A query whose samples would make those
- * arrays large ({@link PERCENTILE_HASH_MAX_SAMPLES}) uses an ordered `array_agg` instead, which
- * sorts the samples and holds one group's values at a time.
+ * group's key columns and identifier, found for each sample by indexing an array with its series id
+ * (a hash join when that array would be large or a series is in two groups) — which keeps each
+ * group's values and times as arrays (`array_agg`, no sort): each group then picks its k-th value
+ * with a bounded top-N sort from the nearer end (k or n − k + 1 values kept), and its first/last
+ * among the values at its earliest/latest time (`array_positions`). A query whose samples would
+ * make those arrays large ({@link KEPT_SAMPLE_MAX_BYTES}) compares (time, value) pairs sample by
+ * sample for first/last, and above {@link PERCENTILE_HASH_MAX_SAMPLES} sorts the samples for its
+ * percentiles (ordered `array_agg`), holding one group's values at a time ({@link PgAggregateStrategy}).
+ * Issue 9's benchmark, one statement, one core: 1 030 ms with a join, local times and per-sample
+ * first/last; 720 ms with the lookup, the grid arithmetic of `segmentScan` and kept arrays.
  */
 import { decimalFraction } from "../duckdb/duckdb-metrics-sql.js";
 import type { AggregationName, BucketSpec, GroupKey, MetricQueryPlan, TimeWindow } from "../store.js";
@@ -71,12 +76,39 @@ export const TRANSITION_LOOKBACK_MS = 33 * DAY_MS; // 33 days
  */
 export const MAX_SEGMENT_SCANS = 16;
 /**
- * Most samples (estimated from the partitions' sizes) a query with a percentile aggregates by hash:
- * the hash aggregate keeps every group's values in memory at once (8 bytes each, up to twice that
- * while arrays grow), so 8 M samples are at most about 128 MB. Above it the values are sorted
- * (spilling to disk if need be) and one group's values are held at a time.
+ * Most bytes of kept samples (estimated from the partitions' sizes) a query's hash aggregate may
+ * hold: every group's values (8 bytes a sample, for percentiles and first/last) and times (8 more,
+ * for first/last) at once, up to twice that while arrays grow — at most about 128 MB, the
+ * transaction's `work_mem` times PostgreSQL's default `hash_mem_multiplier`. A query that would keep
+ * more takes first/last sample by sample, and above {@link PERCENTILE_HASH_MAX_SAMPLES} sorts its
+ * percentile values (spilling to disk if need be), holding one group's values at a time.
  */
-export const PERCENTILE_HASH_MAX_SAMPLES = 8_000_000;
+export const KEPT_SAMPLE_MAX_BYTES = 64_000_000;
+/** Most samples whose values a query with a percentile keeps by hash ({@link KEPT_SAMPLE_MAX_BYTES}). */
+export const PERCENTILE_HASH_MAX_SAMPLES = KEPT_SAMPLE_MAX_BYTES / 8;
+/**
+ * How a statement aggregates (postgres-metrics.ts chooses; every choice gives the same answer):
+ * - `percentiles`: `hash` keeps each group's values unsorted (`array_agg`) and picks the k-th by a
+ *   bounded top-N sort; `sort` sorts the samples by value (ordered `array_agg`).
+ * - `firstLast`: `arrays` keeps each group's times beside its values (needs `percentiles: hash`) and
+ *   takes first/last at the earliest/latest time with `array_positions`; `rows` compares every
+ *   sample's (time, value) pair as it comes (an array built per sample: about twice the cost).
+ * - `lookup`: the matched series' group numbers as an array indexed by series id (ids `minId` to
+ *   `maxId`, each series in one group; `complete` when every id between is matched), or `null` for
+ *   a hash join of the samples with the matched series.
+ */
+export interface PgAggregateStrategy {
+  readonly percentiles: "hash" | "sort";
+  readonly firstLast: "arrays" | "rows";
+  readonly lookup: PgSeriesLookup | null;
+}
+
+/** The matched series' ids for an array lookup (see {@link PgAggregateStrategy}). */
+export interface PgSeriesLookup {
+  readonly minId: number;
+  readonly maxId: number;
+  readonly complete: boolean;
+}
 
 /** One change of a zone's UTC offset: from `beforeMs` to `afterMs` (ms east of UTC) at `atMs`. */
 export interface PgOffsetTransition {
@@ -124,6 +156,8 @@ export function scanWindows(
 }
 
 const floorDiv = (a: number, b: number): number => Math.floor(a / b);
+/** `a` modulo `b` in [0, b). */
+const mod = (a: number, b: number): number => ((a % b) + b) % b;
 
 /**
  * The statement that lists a named zone's UTC offsets around each of `windows`: rows `(w, at,
@@ -266,21 +300,45 @@ export function splitInstant(
   return undefined;
 }
 
-type AggregationSql = (percentile: { num: string; den: string } | null) => {
+/**
+ * An aggregation's SQL: `inner` in the aggregate over the bucketed samples (`value`, `ts_ms`), or
+ * null when `outer` (in the query over the aggregate's rows) needs only the kept columns `keeps`
+ * names: `n` (the count), `vals` (the values), `tss` (their times, in the same order), `t0`/`t1`
+ * (the earliest/latest time).
+ */
+interface AggregationSql {
   readonly inner: string | null;
   readonly outer: string;
+  readonly keeps: readonly KeptColumn[];
+}
+type KeptColumn = "n" | "vals" | "tss" | "t0" | "t1";
+type AggregationContext = {
+  readonly percentile: { readonly num: string; readonly den: string } | null;
+  readonly strategy: PgAggregateStrategy;
 };
 
 const simple =
-  (fn: string): AggregationSql =>
-  () => ({ inner: fn, outer: "" });
+  (fn: string): ((c: AggregationContext) => AggregationSql) =>
+  () => ({ inner: fn, outer: "", keeps: [] });
 
 /**
- * One entry per aggregation (STYLE 6); `value` and `ts_ms` are columns of the bucketed samples,
- * `n` and `vals` of the aggregate. Arrays compare element by element: first/last take the earliest
- * (latest) time, then the smallest (largest) value (ms < 2^53, exact as float8).
+ * First (`pick` min, `at` t0) or last (max, t1): with `rows`, arrays compare element by element —
+ * the earliest (latest) time, then the smallest (largest) value (ms < 2^53, exact as float8); with
+ * `arrays`, the smallest (largest) of the kept values at the earliest (latest) kept time.
  */
-const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
+const edge =
+  (pick: "min" | "max", at: "t0" | "t1") =>
+  (c: AggregationContext): AggregationSql =>
+    c.strategy.firstLast === "rows"
+      ? { inner: `(${pick}(ARRAY[ts_ms::float8, value]))[2]`, outer: "", keeps: [] }
+      : {
+          inner: null,
+          outer: `(SELECT ${pick}(vals[i]) FROM unnest(array_positions(tss, ${at})) AS i)`,
+          keeps: ["vals", "tss", at],
+        };
+
+/** One entry per aggregation (STYLE 6). */
+const AGGREGATIONS: Record<AggregationName, (c: AggregationContext) => AggregationSql> = {
   "svc.count": simple("count(value)"),
   "svc.sum": simple("sum(value)"),
   "svc.min": simple("min(value)"),
@@ -288,13 +346,26 @@ const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
   "svc.avg": simple("avg(value)"),
   "svc.var": simple("var_pop(value)"),
   "svc.stddev": simple("stddev_pop(value)"),
-  "svc.first": simple("(min(ARRAY[ts_ms::float8, value]))[2]"),
-  "svc.last": simple("(max(ARRAY[ts_ms::float8, value]))[2]"),
-  // The rank k = max(1, ⌈num·n/den⌉) in numeric; the value is picked in the outer query.
-  "svc.percentile": (q) => ({
+  "svc.first": edge("min", "t0"),
+  "svc.last": edge("max", "t1"),
+  // The rank k = max(1, ⌈num·n/den⌉) in numeric, the value picked from the kept values.
+  "svc.percentile": (c) => ({
     inner: null,
-    outer: `greatest(1, div(${q?.num} * n + ${q?.den} - 1, ${q?.den}))::bigint`,
+    outer: percentileSql(
+      `greatest(1, div(${c.percentile?.num} * n + ${c.percentile?.den} - 1, ${c.percentile?.den}))::bigint`,
+      c.strategy.percentiles === "sort",
+    ),
+    keeps: ["n", "vals"],
   }),
+};
+
+/** The aggregate's expression of each kept column: values in the order percentiles need. */
+const KEPT: Record<KeptColumn, (strategy: PgAggregateStrategy) => string> = {
+  n: () => "count(value)",
+  vals: (s) => (s.percentiles === "sort" ? "array_agg(value ORDER BY value)" : "array_agg(value)"),
+  tss: () => "array_agg(ts_ms)",
+  t0: () => "min(ts_ms)",
+  t1: () => "max(ts_ms)",
 };
 
 const GROUP_COLUMNS = { rowname: "row_name", entity: "entity_id", attribute: "attr" } as const;
@@ -322,25 +393,25 @@ const TRUNCATE: Record<BucketSpec["kind"], (l: string, size: string) => string> 
   },
 };
 
-/**
- * Builds the statement for `plan` over `windows` (from {@link scanWindows}, non-empty) with the
- * zone's offsets per window (`offsets[i]` for `windows[i]`). `sortPercentiles` picks the
- * memory-bounded percentile strategy (see the file comment). Throws a RangeError for an invalid
- * percentile.
- */
-export function buildPgMetricQuery(
-  plan: MetricQueryPlan,
-  windows: readonly PgScanWindow[],
-  offsets: readonly PgZoneOffsets[],
-  sortPercentiles = false,
-): PgMetricSql {
-  const params: unknown[] = [];
-  const p = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  const big = (ms: number): string => `${p(String(ms))}::bigint`;
+/** Adds a value to a statement's parameters and returns its placeholder. */
+type Param = (value: unknown) => string;
 
+function parameters(): { params: unknown[]; p: Param } {
+  const params: unknown[] = [];
+  return {
+    params,
+    p: (value) => {
+      params.push(value);
+      return `$${params.length}`;
+    },
+  };
+}
+
+/**
+ * The common table expressions `ents`, `sel` and `matched` (the series `plan` selects, once per
+ * identifier they match, with the entity's grouping attribute) for a statement's parameters `p`.
+ */
+function matchedSql(plan: MetricQueryPlan, p: Param): string {
   const attribute = plan.grouping.find((g): g is { readonly attribute: string } => typeof g !== "string");
   const entityIds = p(plan.entities.map((e) => e.id));
   const entityAttrs = p(
@@ -362,55 +433,7 @@ export function buildPgMetricQuery(
     anyRow: p(selectors.map((s) => (s.row === null ? 1 : 0))),
     column: p(selectors.map((s) => s.column)),
   };
-
-  const groupColumns = plan.grouping.map((g) => ({
-    key: groupName(g),
-    column: GROUP_COLUMNS[groupName(g)],
-    numeric: groupName(g) === "entity",
-  }));
-  const sortKey = (c: string): string => (c === "entity_id" ? c : `${c} COLLATE "C"`);
-  const keyColumns = [...groupColumns.map((g) => g.column), "identifier"];
-  // Group numbers follow the output order (key columns in code-point order), so ordering by the
-  // number orders by the keys.
-  const gidOrder = [...groupColumns.map((g) => sortKey(g.column)), 'identifier COLLATE "C"'];
-
-  const size = plan.bucket.kind === "minutes" ? big(plan.bucket.minutes * MINUTE_MS) : "0";
-  const truncate = (l: string): string => TRUNCATE[plan.bucket.kind](l, size);
-  const windowSql = plan.timeWindows.map((w) => timeWindowSql(w, p));
-
-  const all = windows.flatMap((w, i) => {
-    const o = offsets[i];
-    if (o === undefined) throw new RangeError(`internal: no zone offsets for window ${i}`);
-    return segments(o, w);
-  });
-  const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
-  const scans: string[] = [];
-  for (let first = 0; first < all.length; first += perScan) {
-    scans.push(segmentScan(all.slice(first, first + perScan), truncate, windowSql, big));
-  }
-
-  const inner: string[] = [];
-  const outer: string[] = [];
-  let hasPercentile = false;
-  plan.aggregations.forEach((a, i) => {
-    if (a.name === "svc.percentile") {
-      hasPercentile = true;
-      const { numerator, denominator } = decimalFraction(a.p ?? "");
-      const q = { num: `${p(numerator.toString())}::numeric`, den: `${p(denominator.toString())}::numeric` };
-      outer.push(`${percentileSql(AGGREGATIONS[a.name](q).outer, sortPercentiles)} AS a${i}`);
-    } else {
-      inner.push(`${AGGREGATIONS[a.name](null).inner} AS a${i}`);
-      outer.push(`a${i}`);
-    }
-  });
-  if (hasPercentile) {
-    inner.push(
-      "count(value) AS n",
-      sortPercentiles ? "array_agg(value ORDER BY value) AS vals" : "array_agg(value) AS vals",
-    );
-  }
-
-  const text = `WITH ents AS (
+  return `ents AS (
   SELECT * FROM unnest(${entityIds}::int[], ${entityAttrs}::text[]) AS e(entity_id, attr)
 ),
 sel AS (
@@ -426,11 +449,110 @@ matched AS MATERIALIZED (
   JOIN sel ON s.sampler = sel.sampler AND s.dataview = sel.dataview AND s.column_name = sel.column_name
     AND (sel.any_type = 1 OR s.sampler_type = sel.sampler_type)
     AND (CASE WHEN sel.any_row = 1 THEN s.row_name <> '' ELSE s.row_name = sel.row_name END)
-),
+)`;
+}
+
+/**
+ * The statement that sizes up the series `plan` matches, for choosing a {@link PgSeriesLookup}:
+ * one row `(pairs, series, min_id, max_id)` — matches of a series and an identifier, distinct
+ * series, and their smallest and largest id (int8 and int4 columns; null ids when none match).
+ */
+export function buildPgMatchedSeriesQuery(plan: MetricQueryPlan): PgStatement {
+  const { params, p } = parameters();
+  const text = `WITH ${matchedSql(plan, p)}
+SELECT count(*) AS pairs, count(DISTINCT series_id) AS series, min(series_id) AS min_id, max(series_id) AS max_id
+FROM matched`;
+  return { text, params };
+}
+
+/**
+ * Builds the statement for `plan` over `windows` (from {@link scanWindows}, non-empty) with the
+ * zone's offsets per window (`offsets[i]` for `windows[i]`), aggregating as `strategy` says.
+ * Throws a RangeError for an invalid percentile or a strategy that cannot be (first/last from kept
+ * arrays with sorted percentile values).
+ */
+export function buildPgMetricQuery(
+  plan: MetricQueryPlan,
+  windows: readonly PgScanWindow[],
+  offsets: readonly PgZoneOffsets[],
+  strategy: PgAggregateStrategy,
+): PgMetricSql {
+  if (strategy.firstLast === "arrays" && strategy.percentiles === "sort") {
+    throw new RangeError("internal: first/last from kept arrays needs unsorted values");
+  }
+  const { params, p } = parameters();
+  const big = (ms: number): string => `${p(String(ms))}::bigint`;
+  const matched = matchedSql(plan, p);
+
+  const groupColumns = plan.grouping.map((g) => ({
+    key: groupName(g),
+    column: GROUP_COLUMNS[groupName(g)],
+    numeric: groupName(g) === "entity",
+  }));
+  const sortKey = (c: string): string => (c === "entity_id" ? c : `${c} COLLATE "C"`);
+  const keyColumns = [...groupColumns.map((g) => g.column), "identifier"];
+  // Group numbers follow the output order (key columns in code-point order), so ordering by the
+  // number orders by the keys.
+  const gidOrder = [...groupColumns.map((g) => sortKey(g.column)), 'identifier COLLATE "C"'];
+
+  const windowSql = plan.timeWindows.map((w) => timeWindowSql(w, p));
+  const lookup = strategy.lookup;
+  const series: SeriesSql =
+    lookup === null
+      ? { from: "samples x JOIN keyed m ON m.series_id = x.series_id", gid: "m.gid", where: "" }
+      : {
+          from: "samples x",
+          gid: `(SELECT a FROM gids)[x.series_id + ${p(1 - lookup.minId)}::int]`,
+          where: ` AND x.series_id BETWEEN ${p(lookup.minId)}::int AND ${p(lookup.maxId)}::int`,
+          matchedOnly: lookup.complete ? undefined : "gid > 0",
+        };
+  const all = windows.flatMap((w, i) => {
+    const o = offsets[i];
+    if (o === undefined) throw new RangeError(`internal: no zone offsets for window ${i}`);
+    return segments(o, w);
+  });
+  const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
+  const scans: string[] = [];
+  for (let first = 0; first < all.length; first += perScan) {
+    scans.push(segmentScan(all.slice(first, first + perScan), plan.bucket, series, windowSql, big));
+  }
+
+  const inner: string[] = [];
+  const outer: string[] = [];
+  const kept = new Set<KeptColumn>();
+  plan.aggregations.forEach((a, i) => {
+    let percentile: AggregationContext["percentile"] = null;
+    if (a.name === "svc.percentile") {
+      const { numerator, denominator } = decimalFraction(a.p ?? "");
+      percentile = {
+        num: `${p(numerator.toString())}::numeric`,
+        den: `${p(denominator.toString())}::numeric`,
+      };
+    }
+    const sql = AGGREGATIONS[a.name]({ percentile, strategy });
+    if (sql.inner === null) {
+      outer.push(`${sql.outer} AS a${i}`);
+      for (const k of sql.keeps) kept.add(k);
+    } else {
+      inner.push(`${sql.inner} AS a${i}`);
+      outer.push(`a${i}`);
+    }
+  });
+  for (const k of kept) inner.push(`${KEPT[k](strategy)} AS ${k}`);
+
+  const gids =
+    lookup === null
+      ? ""
+      : `
+gids AS (
+  SELECT array_agg(coalesce(k.gid, 0) ORDER BY g.id) AS a
+  FROM generate_series(${p(lookup.minId)}::int, ${p(lookup.maxId)}::int) AS g(id) LEFT JOIN keyed k ON k.series_id = g.id
+),`;
+  const text = `WITH ${matched},
 keyed AS MATERIALIZED (
   SELECT series_id, ${keyColumns.join(", ")}, dense_rank() OVER (ORDER BY ${gidOrder.join(", ")})::int AS gid
   FROM matched
-),
+),${gids}
 bucketed AS (
   ${scans.join("\n  UNION ALL\n  ")}
 ),
@@ -459,13 +581,44 @@ function percentileSql(k: string, sorted: boolean): string {
 }
 
 /**
+ * How a scan finds a sample's group number: `from` (samples as `x`), the `gid` expression, extra
+ * conditions on `x` (`where`, starting with AND) and, if some samples it reads belong to no group,
+ * the condition on `gid` that keeps the others.
+ */
+interface SeriesSql {
+  readonly from: string;
+  readonly gid: string;
+  readonly where: string;
+  readonly matchedOnly?: string | undefined;
+}
+
+/** The bucket grid of a kind: its size and origin (a grid point) in local ms; none for months. */
+function grid(bucket: BucketSpec): { readonly size: number; readonly origin: number } | undefined {
+  switch (bucket.kind) {
+    case "minutes":
+      // Sub-day sizes divide a day: their grid from local midnight is their grid from the local epoch.
+      return { size: bucket.minutes * MINUTE_MS, origin: 0 };
+    case "day":
+      return { size: DAY_MS, origin: 0 };
+    case "week":
+      return { size: WEEK_MS, origin: FIRST_MONDAY_MS };
+    case "month":
+      return undefined;
+  }
+}
+
+/**
  * One scan of `samples` over the segments `group` (consecutive, one offset each): the matched
  * samples with their group number and bucket start `bucket_ms`. With one segment the offset and
- * transition are constants; with several a CASE on the sample time picks them.
+ * transition are constants; with several a CASE on the sample time picks them. A grid's bucket
+ * needs no local time: the grid point at or before a sample is `ts − (ts + c) mod size` with
+ * `c = (offset − origin) mod size`, and `(ts + c) mod size` is PostgreSQL's `%` when the scan
+ * starts at or after the epoch (`ts + c ≥ 0`).
  */
 function segmentScan(
   group: readonly Segment[],
-  truncate: (l: string) => string,
+  bucket: BucketSpec,
+  series: SeriesSql,
   windowSql: readonly ((l: string, sod: string) => string)[],
   big: (ms: number) => string,
 ): string {
@@ -478,32 +631,49 @@ function segmentScan(
     const whens = group.slice(0, -1).map((g) => `WHEN ts_ms < ${big(g.to)} THEN ${value(g)}`);
     return `CASE ${whens.join(" ")} ELSE ${value(last)} END`;
   };
-  const opened = group.some((g) => g.opened !== null);
-  const columns = [`${pick((g) => big(g.offsetMs))} AS off_ms`];
+  const g = grid(bucket);
+  const size = g === undefined ? "0" : big(g.size);
+  const truncate = (l: string): string => TRUNCATE[bucket.kind](l, size);
+  const columns = [`${pick((s) => big(s.offsetMs))} AS off_ms`];
+  if (g !== undefined) {
+    columns.push(`${pick((s) => big(mod(s.offsetMs - g.origin, g.size)))} AS c_ms`);
+  }
+  const opened = group.some((s) => s.opened !== null);
   if (opened) {
     columns.push(
-      `${pick((g) => (g.opened === null ? "NULL::bigint" : big(g.opened.atMs)))} AS p_ms`,
-      `${pick((g) => (g.opened === null ? "NULL::bigint" : big(g.opened.beforeMs)))} AS q_ms`,
+      `${pick((s) => (s.opened === null ? "NULL::bigint" : big(s.opened.atMs)))} AS p_ms`,
+      `${pick((s) => (s.opened === null ? "NULL::bigint" : big(s.opened.beforeMs)))} AS q_ms`,
     );
   }
+  // The grid point at or before the sample, as an instant (its local floor minus the offset).
+  const floor =
+    g === undefined
+      ? `${truncate("ts_ms + off_ms")} - off_ms`
+      : head.from >= 0
+        ? `ts_ms - (ts_ms + c_ms) % ${size}`
+        : `ts_ms - ${floorMod("ts_ms + c_ms", size)}`;
   // A sample after a transition whose grid point lies before it: the boundary is the transition
   // (the grid point fell into a skipped gap) or the last grid point before it, in the old offset.
-  const bucket = opened
-    ? `CASE WHEN p_ms IS NULL OR f_ms - off_ms >= p_ms THEN f_ms - off_ms
-              WHEN f_ms >= p_ms + q_ms THEN p_ms
+  const bucketSql = opened
+    ? `CASE WHEN p_ms IS NULL OR b_ms >= p_ms THEN b_ms
+              WHEN b_ms + off_ms >= p_ms + q_ms THEN p_ms
               ELSE ${truncate("p_ms + q_ms - 1")} - q_ms END`
-    : "f_ms - off_ms";
-  const where =
-    windowSql.length === 0
-      ? ""
-      : `\n    WHERE ${windowSql.map((w) => w("l_ms", floorMod("l_ms", `${DAY_MS}::bigint`))).join(" OR ")}`;
-  return `SELECT gid, value, ts_ms, ${bucket} AS bucket_ms
-    FROM (SELECT *, ${truncate("l_ms")} AS f_ms
-      FROM (SELECT *, ts_ms + off_ms AS l_ms
-        FROM (SELECT m.gid, x.value, x.ts_ms, ${columns.join(", ")}
-          FROM samples x JOIN keyed m ON m.series_id = x.series_id
-          WHERE x.value IS NOT NULL AND x.ts_ms >= ${big(head.from)} AND x.ts_ms < ${big(last.to)}
-        ) AS s0) AS s1) AS s2${where}`;
+    : "b_ms";
+  const conditions = [
+    ...(series.matchedOnly === undefined ? [] : [series.matchedOnly]),
+    ...(windowSql.length === 0
+      ? []
+      : [
+          `(${windowSql.map((w) => w("ts_ms + off_ms", floorMod("ts_ms + off_ms", `${DAY_MS}::bigint`))).join(" OR ")})`,
+        ]),
+  ];
+  const where = conditions.length === 0 ? "" : `\n    WHERE ${conditions.join(" AND ")}`;
+  return `SELECT gid, value, ts_ms, ${bucketSql} AS bucket_ms
+    FROM (SELECT *, ${floor} AS b_ms
+      FROM (SELECT ${series.gid} AS gid, x.value, x.ts_ms, ${columns.join(", ")}
+        FROM ${series.from}
+        WHERE x.value IS NOT NULL AND x.ts_ms >= ${big(head.from)} AND x.ts_ms < ${big(last.to)}${series.where}
+      ) AS s0) AS s1${where}`;
 }
 
 /**

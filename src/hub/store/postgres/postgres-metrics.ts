@@ -19,11 +19,15 @@ import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
 import {
+  buildPgMatchedSeriesQuery,
   buildPgMetricQuery,
   buildPgZoneOffsetsQuery,
   fixedPgZoneOffsets,
+  KEPT_SAMPLE_MAX_BYTES,
   PERCENTILE_HASH_MAX_SAMPLES,
+  type PgAggregateStrategy,
   type PgScanWindow,
+  type PgSeriesLookup,
   type PgZoneOffsets,
   readPgZoneOffsets,
   scanWindows,
@@ -44,17 +48,32 @@ export const SPLIT_MIN_SAMPLES = 500_000;
 const MIN_SAMPLE_BYTES = 48;
 
 /**
- * How percentiles are computed: `hash` keeps every group's values at once, `sort` sorts the samples
- * and holds one group's values at a time, `auto` (the store's choice) takes `hash` unless the
- * estimated samples exceed {@link PERCENTILE_HASH_MAX_SAMPLES}. Both give the same exact answer.
+ * The widest span of series ids (largest − smallest + 1) a query looks its series up in by array
+ * index whatever its number of series, and the span per matched series above that: the array is
+ * built inside the statement, 4 bytes per id of the span.
  */
-export type PercentileStrategy = "auto" | "hash" | "sort";
+export const LOOKUP_MIN_SPAN = 65_536;
+export const LOOKUP_SPAN_PER_SERIES = 8;
 
-/** How {@link queryPgMetrics} runs a query; the defaults are the store's. */
+/**
+ * How {@link queryPgMetrics} runs a query (`PgAggregateStrategy` in postgres-metrics-sql.ts says
+ * what each choice does); `auto`, the store's choice, is the fastest that keeps at most
+ * {@link KEPT_SAMPLE_MAX_BYTES} of samples in memory by the estimate. Every choice gives the same
+ * exact answer.
+ * - `percentiles`: `hash` unless the values of more than {@link PERCENTILE_HASH_MAX_SAMPLES}
+ *   samples would be kept;
+ * - `firstLast`: `arrays` when the values and times of every sample can be kept (and `hash`
+ *   percentiles); `rows` otherwise;
+ * - `lookup`: `array` when each series is in one group and the ids' span is within
+ *   {@link LOOKUP_MIN_SPAN} or {@link LOOKUP_SPAN_PER_SERIES} per series (`array` asks for it
+ *   whatever the span); `join` otherwise;
+ * - `splitMinSamples`: default {@link SPLIT_MIN_SAMPLES}; 0 splits every query that has a boundary
+ *   to split at.
+ */
 export interface PgMetricQueryOptions {
-  /** Default `auto`. */
-  readonly percentiles?: PercentileStrategy;
-  /** Default {@link SPLIT_MIN_SAMPLES}; 0 splits every query that has a boundary to split at. */
+  readonly percentiles?: "auto" | "hash" | "sort";
+  readonly firstLast?: "auto" | "arrays" | "rows";
+  readonly lookup?: "auto" | "array" | "join";
   readonly splitMinSamples?: number;
 }
 
@@ -71,28 +90,78 @@ export async function queryPgMetrics(
   weeks: readonly number[],
   options: PgMetricQueryOptions = {},
 ): Promise<MetricQueryRow[]> {
-  const strategy = options.percentiles ?? "auto";
   const touched = weeks.filter((w) => weekStart(w) < plan.to && weekStart(w + 1) > plan.from);
   const windows = scanWindows(
     plan,
     touched.map((w) => ({ from: weekStart(w), to: weekStart(w + 1) })),
   );
   if (windows.length === 0) return [];
-  const offsets = await zoneOffsets(sql, plan.zone, windows);
-  const samples = await estimatedSamples(sql, plan, touched);
-  const sortPercentiles =
-    strategy === "sort" ||
-    (strategy === "auto" &&
-      plan.aggregations.some((a) => a.name === "svc.percentile") &&
-      samples > PERCENTILE_HASH_MAX_SAMPLES);
+  const [offsets, samples, matched] = await Promise.all([
+    zoneOffsets(sql, plan.zone, windows),
+    estimatedSamples(sql, plan, touched),
+    matchedSeries(sql, plan),
+  ]);
+  if (matched.pairs === 0) return [];
+  const strategy = chooseStrategy(plan, samples, matched, options);
   const parts =
     samples >= (options.splitMinSamples ?? SPLIT_MIN_SAMPLES)
       ? split(plan, windows, offsets)
       : [{ windows, offsets }];
   const answers = await Promise.all(
-    parts.map((part) => runPart(sql, plan, part.windows, part.offsets, sortPercentiles)),
+    parts.map((part) => runPart(sql, plan, part.windows, part.offsets, strategy)),
   );
   return answers.flat();
+}
+
+/** The matched series, sized up: see {@link buildPgMatchedSeriesQuery}. */
+interface MatchedSeries {
+  readonly pairs: number;
+  readonly series: number;
+  readonly minId: number;
+  readonly maxId: number;
+}
+
+async function matchedSeries(sql: Sql, plan: MetricQueryPlan): Promise<MatchedSeries> {
+  const statement = buildPgMatchedSeriesQuery(plan);
+  const [row] = await sql.unsafe(statement.text, statement.params as never[]);
+  return {
+    pairs: Number(row?.pairs ?? 0),
+    series: Number(row?.series ?? 0),
+    minId: Number(row?.min_id ?? 0),
+    maxId: Number(row?.max_id ?? 0),
+  };
+}
+
+/** The strategy `options` ask for, `auto` resolved for `samples` (estimated) and `matched`. */
+function chooseStrategy(
+  plan: MetricQueryPlan,
+  samples: number,
+  matched: MatchedSeries,
+  options: PgMetricQueryOptions,
+): PgAggregateStrategy {
+  const asked = (name: string): boolean => plan.aggregations.some((a) => a.name === name);
+  const percentiles =
+    options.percentiles === "hash" || options.percentiles === "sort"
+      ? options.percentiles
+      : asked("svc.percentile") && samples > PERCENTILE_HASH_MAX_SAMPLES
+        ? "sort"
+        : "hash";
+  const firstLast =
+    percentiles === "sort" || options.firstLast === "rows"
+      ? "rows"
+      : options.firstLast === "arrays" ||
+          !(asked("svc.first") || asked("svc.last")) ||
+          samples * 16 <= KEPT_SAMPLE_MAX_BYTES
+        ? "arrays"
+        : "rows";
+  const span = matched.maxId - matched.minId + 1;
+  const lookup: PgSeriesLookup | null =
+    options.lookup !== "join" &&
+    matched.pairs === matched.series &&
+    (options.lookup === "array" || span <= Math.max(LOOKUP_MIN_SPAN, LOOKUP_SPAN_PER_SERIES * matched.series))
+      ? { minId: matched.minId, maxId: matched.maxId, complete: span === matched.series }
+      : null;
+  return { percentiles, firstLast, lookup };
 }
 
 /**
@@ -104,9 +173,9 @@ async function runPart(
   plan: MetricQueryPlan,
   windows: readonly PgScanWindow[],
   offsets: readonly PgZoneOffsets[],
-  sortPercentiles: boolean,
+  strategy: PgAggregateStrategy,
 ): Promise<MetricQueryRow[]> {
-  const query = buildPgMetricQuery(plan, windows, offsets, sortPercentiles);
+  const query = buildPgMetricQuery(plan, windows, offsets, strategy);
   const rows = await sql.begin(
     closedSafe(async (tx) => {
       await tx`SELECT set_config('jit', 'off', true), set_config('work_mem', ${METRIC_QUERY_WORK_MEM}, true)`;
