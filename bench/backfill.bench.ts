@@ -7,9 +7,10 @@
  * own, sample times spread over one day; each round has its own
  * day, so every round stores new samples (a message without an id is de-duplicated by the digest of
  * its text, so a repeated day would be skipped). Beside each subject, in the same process and the
- * same store: `Store.ingest()` of the very samples those messages hold (one call per body), which is
- * what the store itself takes. The runs alternate A B A B for VIGIL_BENCH_ROUNDS rounds (default
- * 3), after a warm-up that creates the entities and series. DuckDB is a file in a temp dir;
+ * same store: `Store.ingest()` of the very samples those messages hold (one call per body, in
+ * columns as the ingester hands them over), which is what the store itself takes. The runs
+ * alternate A B A B for VIGIL_BENCH_ROUNDS rounds (default 3), after a warm-up that creates the
+ * entities and series. DuckDB is a file in a temp dir;
  * PostgreSQL a throwaway database on 127.0.0.1:5432 (user postgres), dropped after, and skipped with
  * a line saying why when unreachable. Prints one JSON line per store: median samples/s of each,
  * the ratio of the medians, whether the goal is met, and the CPU time of the process (every
@@ -28,7 +29,8 @@ import { parseSetup } from "../src/config/load-setup.js";
 import { buildHub } from "../src/hub/app.js";
 import { numericValue } from "../src/hub/ingest/ingester.js";
 import { openStore } from "../src/hub/store/open-store.js";
-import type { SampleInput, Store } from "../src/hub/store/store.js";
+import { SampleRowsBuilder } from "../src/hub/store/sample-rows.js";
+import type { EntityKey, SampleRows, Store } from "../src/hub/store/store.js";
 import { asEpochMs } from "../src/ids.js";
 import { median } from "./load.js";
 import { benchRounds, SMOKE } from "./settings.js";
@@ -98,27 +100,28 @@ function bodies(day: number, posts: number): string[] {
   });
 }
 
-/** The samples the bodies of `day` hold, one array per body (the same rows, times and texts). */
-function sampleBatches(day: number, posts: number): SampleInput[][] {
+/**
+ * The samples the bodies of `day` hold, in columns as the ingester hands them to the store, one
+ * batch per body (the same rows, times and texts; one key object per entity).
+ */
+function sampleBatches(day: number, posts: number): SampleRows[] {
   return bodies(day, posts).map((body) => {
-    const out: SampleInput[] = [];
+    const out = new SampleRowsBuilder();
+    const entities = new Map<string, EntityKey>();
     for (const line of body.split("\n")) {
       if (line === "") continue;
       const m = JSON.parse(line) as {
         data: { sampleTime: string; target: Record<string, string>; row: Record<string, string> };
       };
       const t = m.data.target;
-      const entity = { gateway: "GW", probe: "p1", managedEntity: t.managedEntity as string };
-      const at = asEpochMs(Date.parse(m.data.sampleTime));
-      for (const [column, text] of Object.entries(m.data.row)) {
-        out.push({
-          entity,
-          series: { sampler: "cpu", samplerType: "", dataview: "cores", row: t.row as string, column },
-          at,
-          text,
-          value: numericValue(text),
-        });
+      const name = t.managedEntity as string;
+      let entity = entities.get(name);
+      if (entity === undefined) {
+        entity = { gateway: "GW", probe: "p1", managedEntity: name };
+        entities.set(name, entity);
       }
+      for (const [column, text] of Object.entries(m.data.row)) out.cell(column, text, numericValue(text));
+      out.endRow(entity, "cpu", "", "cores", t.row as string, asEpochMs(Date.parse(m.data.sampleTime)));
     }
     return out;
   });
@@ -178,13 +181,13 @@ function run(samples: number, started: number, cpu: NodeJS.CpuUsage): Run {
   };
 }
 
-async function direct(store: Store, batches: readonly SampleInput[][]): Promise<Run> {
+async function direct(store: Store, batches: readonly SampleRows[]): Promise<Run> {
   const cpu = process.cpuUsage();
   const started = performance.now();
   let n = 0;
-  for (const samples of batches) {
-    await store.ingest({ entities: [], samples });
-    n += samples.length;
+  for (const rows of batches) {
+    await store.ingest({ entities: [], samples: [], rows });
+    n += rows.texts.length;
   }
   return run(n, started, cpu);
 }

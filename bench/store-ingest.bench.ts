@@ -16,7 +16,7 @@ import {
   VARCHAR,
 } from "@duckdb/node-api";
 import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
-import type { SampleInput } from "../src/hub/store/store.js";
+import { SampleRowsBuilder } from "../src/hub/store/sample-rows.js";
 import { asEpochMs } from "../src/ids.js";
 import { median } from "./load.js";
 import { benchRounds, SMOKE } from "./settings.js";
@@ -29,18 +29,16 @@ const ROUNDS = benchRounds(3); // A B pairs
 const entity = { gateway: "GW", probe: "p1", managedEntity: "me" };
 const t0 = Date.UTC(2026, 0, 1);
 
-function batch(start: number): SampleInput[] {
-  return Array.from({ length: BATCH }, (_, k) => {
+/** One batch in columns, as the ingester hands samples to the store: one row of one cell each. */
+function batch(start: number): SampleRowsBuilder {
+  const out = new SampleRowsBuilder();
+  for (let k = 0; k < BATCH; k++) {
     const i = start + k;
     const value = (i % 997) * 0.5;
-    return {
-      entity,
-      series: { sampler: "s", samplerType: "", dataview: "dv", row: `r${i % SERIES}`, column: "latency" },
-      at: asEpochMs(t0 + i),
-      text: String(value),
-      value,
-    };
-  });
+    out.cell("latency", String(value), value);
+    out.endRow(entity, "s", "", "dv", `r${i % SERIES}`, asEpochMs(t0 + i));
+  }
+  return out;
 }
 
 async function baseline(): Promise<number> {
@@ -50,7 +48,7 @@ async function baseline(): Promise<number> {
   const types = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
   const started = performance.now();
   for (let start = 0; start < SAMPLES; start += BATCH) {
-    const rows = batch(start);
+    const { rows, values, texts } = batch(start);
     const appender = await c.createAppender("samples");
     for (let s = 0; s < rows.length; s += 2048) {
       const slice = rows.slice(s, s + 2048);
@@ -65,11 +63,11 @@ async function baseline(): Promise<number> {
       );
       chunk.setColumnValues(
         2,
-        slice.map((r) => r.value),
+        slice.map((r) => values[r.start] ?? null),
       );
       chunk.setColumnValues(
         3,
-        slice.map((r) => r.text),
+        slice.map((r) => texts[r.start] ?? ""),
       );
       appender.appendDataChunk(chunk);
     }
@@ -85,7 +83,7 @@ async function store(): Promise<number> {
   await s.migrate();
   const started = performance.now();
   for (let start = 0; start < SAMPLES; start += BATCH)
-    await s.ingest({ entities: [], samples: batch(start) });
+    await s.ingest({ entities: [], samples: [], rows: batch(start) });
   const seconds = (performance.now() - started) / 1000;
   await s.close();
   return SAMPLES / seconds;
@@ -97,10 +95,10 @@ async function storeWithClaims(): Promise<number> {
   await s.migrate();
   const started = performance.now();
   for (let start = 0; start < SAMPLES; start += BATCH) {
-    const samples = batch(start);
+    const rows = batch(start);
     await s.transaction(async (tx) => {
-      await tx.claim(samples.map((_, k) => ({ kind: "seq", origin: "bench", seq: start + k + 1 })));
-      await tx.write({ entities: [], samples });
+      await tx.claim(rows.texts.map((_, k) => ({ kind: "seq", origin: "bench", seq: start + k + 1 })));
+      await tx.write({ entities: [], samples: [], rows });
     });
   }
   const seconds = (performance.now() - started) / 1000;

@@ -25,12 +25,12 @@ import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
 import { validateMessage } from "../../messages/validate.js";
 import { isWellFormed } from "../../text/well-formed.js";
+import { SampleRowsBuilder } from "../store/sample-rows.js";
 import {
   type EntityKey,
   type EntityUpsert,
   type EventInput,
   type MessageKey,
-  type SampleInput,
   type Store,
   StoreDataError,
 } from "../store/store.js";
@@ -76,7 +76,10 @@ export interface IngestResult {
 /** What one transaction writes, with the cache changes it makes once committed. */
 class BatchBuilder {
   readonly entities = new Map<string, EntityUpsert>();
-  readonly samples: SampleInput[] = [];
+  /** Samples in columns: one object per row of cells, none per cell (issue 12). */
+  readonly rows = new SampleRowsBuilder();
+  /** One key object per entity the batch's samples name, so the store resolves a run of rows once. */
+  readonly sampleEntities = new Map<string, EntityKey>();
   readonly events: EventInput[] = [];
   readonly probes = new Map<string, ProbeInfo>();
   readonly known = new Map<string, KnownEntity>();
@@ -245,7 +248,8 @@ export class Ingester {
         this.checkEntityLimit(batch);
         await tx.write({
           entities: [...batch.entities.values()],
-          samples: batch.samples,
+          samples: [],
+          rows: batch.rows,
           events: batch.events,
         });
         return { batch, fresh };
@@ -318,12 +322,12 @@ export class Ingester {
   private metrics(message: MessageOf<"headline"> | MessageOf<"table">, batch: BatchBuilder): void {
     if (message.operation === "delete") return;
     const { target, row, sampleTime } = message.data;
-    const key: EntityKey = {
-      gateway: target.gateway,
-      probe: target.probe,
-      managedEntity: target.managedEntity,
-    };
-    const text = entityKeyText(key);
+    const text = entityKeyText(target);
+    let key = batch.sampleEntities.get(text);
+    if (key === undefined) {
+      key = { gateway: target.gateway, probe: target.probe, managedEntity: target.managedEntity };
+      batch.sampleEntities.set(text, key);
+    }
     if (!this.entities.has(text) && !batch.known.has(text)) {
       // Metrics for an entity the hub has not seen announced (e.g. a backfill of metrics only).
       if (this.probeInfo(batch, key.gateway, key.probe) === undefined)
@@ -334,21 +338,15 @@ export class Ingester {
     }
     const at: EpochMs = asEpochMs(Date.parse(sampleTime));
     const { sampler, type: samplerType, dataview } = target;
-    const rowName = target.row ?? "";
-    // Once per cell: plain literals of one shape, no spread and no entry pairs (allocation is what a
-    // loaded hub spends its time on).
+    // Once per cell: three array entries, no object (allocation is what a loaded hub spends its
+    // time on).
+    const rows = batch.rows;
     for (const column of Object.keys(row)) {
       const value = row[column] as string;
       // A blank cell is no sample and creates no series (issue 6: wide sparse dataviews).
-      if (value === "") continue;
-      batch.samples.push({
-        entity: key,
-        series: { sampler, samplerType, dataview, row: rowName, column },
-        at,
-        text: value,
-        value: numericValue(value),
-      });
+      if (value !== "") rows.cell(column, value, numericValue(value));
     }
+    rows.endRow(key, sampler, samplerType, dataview, target.row ?? "", at);
   }
 
   private event(

@@ -154,10 +154,48 @@ export interface RowNameQuery {
   readonly updatedSince?: EpochMs;
 }
 
+/** The names a row of samples shares: a series key but the column. */
+export interface RowNames {
+  readonly sampler: string;
+  /** Sampler type, "" when none. */
+  readonly samplerType: string;
+  readonly dataview: string;
+  /** Row name; "" for headlines. */
+  readonly row: string;
+}
+
+/** One table row or the headlines of one message: the cells `[start, end)` of {@link SampleRows}. */
+export interface SampleRow extends RowNames {
+  readonly entity: EntityKey;
+  readonly at: EpochMs;
+  readonly start: number;
+  readonly end: number;
+}
+
+/**
+ * Samples in columns, the form the ingest path writes (issue 12: no object per sample). A row names
+ * the entity, the series but its column, and the time once for all its cells; each cell is one
+ * entry of the cell columns. Rows of one entity should share one {@link EntityKey} object, which
+ * lets a store resolve the entity once for a run of them. Build with `SampleRowsBuilder`
+ * (sample-rows.ts).
+ */
+export interface SampleRows {
+  readonly rows: readonly SampleRow[];
+  /** Per cell: the column name (the headline name for a headline). */
+  readonly columns: readonly string[];
+  /** Per cell: the value as published. */
+  readonly texts: readonly string[];
+  /** Per cell: the value as a finite number, NaN when it is none (it counts in no aggregation). */
+  readonly values: readonly number[];
+}
+
 /** Everything one ingest step commits atomically. */
 export interface IngestBatch {
   readonly entities: readonly EntityUpsert[];
+  /** Samples one object each: the simple form, for callers that write few. */
   readonly samples: readonly SampleInput[];
+  /** Samples in columns (the ingester's form); written after `samples`. */
+  readonly rows?: SampleRows;
   readonly events?: readonly EventInput[];
 }
 

@@ -10,9 +10,11 @@ import { pino } from "pino";
 import type { Delivery } from "../../../src/bus/bus.js";
 import { MessageIdSource } from "../../../src/bus/envelope.js";
 import { Ingester } from "../../../src/hub/ingest/ingester.js";
+import { sampleRowsOf } from "../../../src/hub/store/sample-rows.js";
 import {
   type IngestBatch,
   type MessageKey,
+  type SampleInput,
   type Store,
   StoreDataError,
   type StoreTransaction,
@@ -69,7 +71,7 @@ class FakeStore {
               return true;
             }),
           write: async (batch) => {
-            if (batch.samples.some((s) => s.text === this.poison)) throw new StoreDataError("poison");
+            if (sampleRowsOf(batch).texts.includes(this.poison)) throw new StoreDataError("poison");
             writes.push(batch);
           },
         };
@@ -82,8 +84,22 @@ class FakeStore {
   }
 
   get samples() {
-    return this.committed.flatMap((b) => b.samples);
+    return this.committed.flatMap((b) => samplesOf(b));
   }
+}
+
+/** The samples of a batch one object each, from either form. */
+function samplesOf(batch: IngestBatch): SampleInput[] {
+  const { rows, columns, texts, values } = sampleRowsOf(batch);
+  return rows.flatMap((r) =>
+    columns.slice(r.start, r.end).map((column, i) => ({
+      entity: r.entity,
+      series: { sampler: r.sampler, samplerType: r.samplerType, dataview: r.dataview, row: r.row, column },
+      at: r.at,
+      text: texts[r.start + i] as string,
+      value: Number.isNaN(values[r.start + i]) ? null : (values[r.start + i] as number),
+    })),
+  );
 }
 
 const target = (row: string) => ({

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
+import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
 import { type IngestBatch, type MessageKey, StoreDataError } from "../../../src/hub/store/store.js";
 import { asEntityId, asEpochMs } from "../../../src/ids.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
@@ -181,6 +182,27 @@ if (!reachable) {
         await tx.write(batch("2024-05-01T10:00:00Z", 1));
       });
       assert.equal((await store.listEntities({ includeDeleted: false })).length, 1);
+      await store.close();
+    });
+
+    it("U+0000 in a cell text, column or row name of rows in columns is a StoreDataError", async () => {
+      const store = await createPostgresStore({ url: await db.freshUrl() });
+      await store.migrate();
+      const rows = (column: string, text: string, row = "r") => {
+        const out = new SampleRowsBuilder();
+        out.cell("ok", "1", 1);
+        out.cell(column, text, null);
+        out.endRow(entity, "s", "", "d", row, asEpochMs(Date.parse("2024-05-01T10:00:00Z")));
+        return out;
+      };
+      await store.transaction(async (tx) => {
+        for (const bad of [rows("c", "a\u0000b"), rows("c\u0000", "x"), rows("c", "x", "r\u0000")]) {
+          await assert.rejects(tx.write({ entities: [], samples: [], rows: bad }), StoreDataError);
+        }
+        await tx.write({ entities: [], samples: [], rows: rows("c", "x") });
+      });
+      const [stored] = await store.listEntities({ includeDeleted: false });
+      assert.equal((await store.listSeries(stored?.id ?? asEntityId(0))).length, 2);
       await store.close();
     });
 

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
 import {
   type EntityKey,
   type EventInput,
@@ -16,7 +17,7 @@ import {
   type Store,
   StoreDataError,
 } from "../../../src/hub/store/store.js";
-import { asEntityId, asEpochMs, type EpochMs } from "../../../src/ids.js";
+import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../src/ids.js";
 import type { EventTarget } from "../../../src/messages/types.js";
 
 /** Options the contract sets on the stores it opens; absent ones take the store's defaults. */
@@ -51,6 +52,29 @@ const upsert = (key: EntityKey, attributes: Record<string, string>, at = "2024-0
   deleted: false,
   at: t(at),
 });
+/** Rows of cells on cpu/linux/cpu: each `[entity, row, at, {column: text}]` one row, numbers parsed. */
+function cells(...rows: (readonly [EntityKey, string, string, Record<string, string>])[]): SampleRowsBuilder {
+  const out = new SampleRowsBuilder();
+  for (const [entity, name, at, values] of rows) {
+    for (const [column, text] of Object.entries(values)) {
+      const value = Number(text);
+      out.cell(column, text, text.trim() === "" || !Number.isFinite(value) ? null : value);
+    }
+    out.endRow(entity, "cpu", "linux", "cpu", name, t(at));
+  }
+  return out;
+}
+
+/** Every sample of one entity, series by series (sorted), as `row/column@ms=text`. */
+async function storedSamples(store: Store, entity: EntityId): Promise<string[]> {
+  const out: string[] = [];
+  for (const { series } of await store.listSeries(entity)) {
+    const page = await store.listSamples({ entity, cell: series, skip: 0, limit: 1000 });
+    for (const x of page.samples) out.push(`${series.row}/${series.column}@${x.at}=${x.text}`);
+  }
+  return out.sort();
+}
+
 const seq = (origin: string, n: number): MessageKey => ({ kind: "seq", origin, seq: n });
 const seqs = (origin: string, ...ns: number[]): MessageKey[] => ns.map((n) => seq(origin, n));
 const hash = (h: string): MessageKey => ({ kind: "hash", hash: h });
@@ -570,6 +594,111 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         assert.deepEqual(await store.listSeries(a), [{ series: row(smile) }]);
         const [stored] = await store.listEvents({ limit: 1 });
         assert.deepEqual([stored?.target.row, stored?.payload], [smile, { comment: smile }]);
+      }));
+  });
+
+  describe("samples in columns (IngestBatch.rows)", () => {
+    it("store what the same samples one object each store: series, times, texts as sent, numbers", () =>
+      withStore(open, undefined, async (store) => {
+        const data: [string, string, Record<string, string>][] = [
+          ["r1", "2024-05-01T10:00:00Z", { util: "1.50", idle: "n/a", "": "0x10" }],
+          ["r2", "2024-05-01T10:00:00Z", { util: " 7 ", idle: "-0" }],
+          ["r1", "2024-05-01T10:01:00Z", { idle: "1e3", util: "2" }],
+        ];
+        // Entity a by single samples, entity b by rows, in one batch.
+        const singles: SampleInput[] = data.flatMap(([name, at, values]) =>
+          Object.entries(values).map(([column, text]) => {
+            const value = Number(text);
+            return {
+              entity: A,
+              series: { ...row(name), column },
+              at: t(at),
+              text,
+              value: text.trim() === "" || !Number.isFinite(value) ? null : value,
+            };
+          }),
+        );
+        await store.ingest({
+          entities: [],
+          samples: singles,
+          rows: cells(...data.map((d) => [B, ...d] as const)),
+        });
+        const [a, b] = (await entityIds(store)).map(asEntityId);
+        const expected = [
+          "r1/@1714557600000=0x10",
+          "r1/idle@1714557600000=n/a",
+          "r1/idle@1714557660000=1e3",
+          "r1/util@1714557600000=1.50",
+          "r1/util@1714557660000=2",
+          "r2/idle@1714557600000=-0",
+          "r2/util@1714557600000= 7 ",
+        ];
+        assert.deepEqual(await storedSamples(store, a as EntityId), expected);
+        assert.deepEqual(await storedSamples(store, b as EntityId), expected);
+        // Numbers aggregate; text that is none does not.
+        const names = async (id: EntityId) =>
+          (await store.listMetricNames({ entities: [id], includeNonNumeric: false }))
+            .map((m) => m.column)
+            .sort();
+        assert.deepEqual(await names(a as EntityId), await names(b as EntityId));
+        assert.deepEqual(await names(b as EntityId), ["", "idle", "util"]);
+      }));
+
+    it("a cached row gaining columns, and rows in any column order, give one series per cell", () =>
+      withStore(open, { seriesCacheEntries: 3 }, async (store) => {
+        for (const [i, columns] of [
+          ["util"],
+          ["idle", "util"],
+          ["util", "idle", "wait"],
+          ["wait"],
+        ].entries()) {
+          const values = Object.fromEntries(columns.map((c) => [c, String(i)]));
+          const at = `2024-05-0${i + 1}T10:00:00Z`;
+          await store.ingest({
+            entities: [],
+            samples: [],
+            rows: cells([A, "r1", at, values], [A, "r2", at, values]),
+          });
+        }
+        const [a] = (await entityIds(store)).map(asEntityId);
+        const series = (await store.listSeries(a as EntityId)).map(
+          (x) => `${x.series.row}/${x.series.column}`,
+        );
+        assert.deepEqual(series.sort(), ["r1/idle", "r1/util", "r1/wait", "r2/idle", "r2/util", "r2/wait"]);
+        assert.equal((await storedSamples(store, a as EntityId)).length, 14);
+      }));
+
+    it("an entity named only by rows is made with the attributes its key gives", () =>
+      withStore(open, undefined, async (store) => {
+        await store.ingest({
+          entities: [],
+          samples: [],
+          rows: cells([B, "r1", "2024-05-01T10:00:00Z", { util: "1" }]),
+        });
+        const [entity] = await store.listEntities({ includeDeleted: false });
+        assert.deepEqual(entity?.attributes, { "svc.gateway": "gw", "svc.probe": "p1", "svc.name": "b" });
+      }));
+
+    it("a lone surrogate in a cell or a column name, or a series past the limit, is a StoreDataError that writes nothing", () =>
+      withStore(open, { maxSeriesPerEntity: 2 }, async (store) => {
+        await store.ingest({
+          entities: [],
+          samples: [],
+          rows: cells([A, "r1", "2024-05-01T10:00:00Z", { util: "1" }]),
+        });
+        const refused = [
+          cells(
+            [A, "r1", "2024-05-01T11:00:00Z", { util: "2" }],
+            [A, "r1", "2024-05-01T11:00:00Z", { x: "\ud800" }],
+          ),
+          cells([A, "r1", "2024-05-01T11:00:00Z", { util: "2", "\udc00": "1" }]),
+          cells([A, "r1", "2024-05-01T11:00:00Z", { util: "2", idle: "1", wait: "1" }]),
+        ];
+        for (const rows of refused) {
+          await assert.rejects(store.ingest({ entities: [], samples: [], rows }), isDataError());
+        }
+        const [a] = (await entityIds(store)).map(asEntityId);
+        assert.deepEqual(await storedSamples(store, a as EntityId), ["r1/util@1714557600000=1"]);
       }));
   });
 

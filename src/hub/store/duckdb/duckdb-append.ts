@@ -3,14 +3,19 @@
  * statements, and runs inside the connection's open transaction.
  */
 import {
+  DOUBLE,
   type DuckDBAppender,
   type DuckDBConnection,
   DuckDBDataChunk,
   DuckDBTimestampTZValue,
   type DuckDBType,
   type DuckDBValue,
+  INTEGER,
   type JS,
+  TIMESTAMPTZ,
+  VARCHAR,
 } from "@duckdb/node-api";
+import type { SampleRows } from "../store.js";
 
 /** DuckDB's vector size: the most rows one DataChunk holds. */
 const CHUNK_ROWS = 2048;
@@ -42,31 +47,64 @@ export async function appendRows(
   }
 }
 
+/** The columns of `samples`, in table order: series_id, ts, value, text. */
+const SAMPLE_TYPES = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
+
 /**
- * Bulk-loads columns into `table` (every column, in table order; all the same length), one
- * DataChunk per 2048 rows. For hot paths: no array per row is built.
+ * Bulk-loads the cells of `cells` into `samples`, `ids` holding each cell's series id (by cell
+ * index), one DataChunk per 2048 cells. The vectors are filled straight from the cell columns: no
+ * array per column or chunk, and one TIMESTAMPTZ value per row (its cells share the time). A value
+ * that is not a finite number (NaN: the text is none) is stored as NULL: only those aggregate.
  */
-export async function appendColumns(
+export async function appendSampleColumns(
   connection: DuckDBConnection,
-  table: string,
-  types: readonly DuckDBType[],
-  columns: readonly (readonly DuckDBValue[])[],
+  cells: SampleRows,
+  ids: Int32Array,
 ): Promise<void> {
-  const length = columns[0]?.length ?? 0;
-  if (length === 0) return;
-  const appender: DuckDBAppender = await connection.createAppender(table);
+  let total = 0;
+  for (const row of cells.rows) total += row.end - row.start;
+  if (total === 0) return;
+  const { texts, values } = cells;
+  const appender: DuckDBAppender = await connection.createAppender("samples");
   try {
-    for (let start = 0; start < length; start += CHUNK_ROWS) {
-      const end = Math.min(length, start + CHUNK_ROWS);
-      const chunk = DuckDBDataChunk.create(types, end - start);
-      columns.forEach((values, column) => {
-        chunk.setColumnValues(column, start === 0 && end === length ? values : values.slice(start, end));
-      });
-      appender.appendDataChunk(chunk);
+    let chunk = sampleChunk(Math.min(CHUNK_ROWS, total));
+    let at = 0; // position in the chunk
+    let left = total;
+    for (const row of cells.rows) {
+      const time = timestampTz(row.at);
+      for (let c = row.start; c < row.end; c++) {
+        chunk.series.setItem(at, ids[c] as number);
+        chunk.times.setItem(at, time);
+        const value = values[c] as number;
+        chunk.numbers.setItem(at, Number.isFinite(value) ? value : null);
+        chunk.strings.setItem(at, texts[c] as string);
+        at += 1;
+        left -= 1;
+        if (at === chunk.size) {
+          for (const vector of [chunk.series, chunk.times, chunk.numbers, chunk.strings]) vector.flush();
+          appender.appendDataChunk(chunk.chunk);
+          if (left === 0) return;
+          chunk = sampleChunk(Math.min(CHUNK_ROWS, left));
+          at = 0;
+        }
+      }
     }
   } finally {
     appender.closeSync();
   }
+}
+
+/** A DataChunk of `size` rows of `samples`, with its four column vectors. */
+function sampleChunk(size: number) {
+  const chunk = DuckDBDataChunk.create(SAMPLE_TYPES, size);
+  return {
+    chunk,
+    size,
+    series: chunk.getColumnVector(0),
+    times: chunk.getColumnVector(1),
+    numbers: chunk.getColumnVector(2),
+    strings: chunk.getColumnVector(3),
+  };
 }
 
 /** A TIMESTAMPTZ value from epoch milliseconds (whole ones: see data-checks.ts). */

@@ -129,7 +129,7 @@ class DuckDbStore implements Store {
   private readonly maintainer: DuckDBConnection;
   /** Every entity (entities are few; see StoreCaches). */
   private entities = new Map<string, EntityState>();
-  private readonly series: RecencyCache<string, number>;
+  private readonly series: RecencyCache<string, ReadonlyMap<string, number>>;
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
@@ -156,7 +156,8 @@ class DuckDbStore implements Store {
     this.reader = connections.reader;
     this.pinger = connections.pinger;
     this.maintainer = connections.maintainer;
-    this.series = new RecencyCache(seriesCacheEntries);
+    // By row of series, weighing the row's columns: the bound stays one of series.
+    this.series = new RecencyCache(seriesCacheEntries, (columns) => columns.size);
   }
 
   migrate(): Promise<void> {
@@ -461,7 +462,16 @@ class DuckDbStore implements Store {
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PendingChanges): void {
     for (const [k, v] of pending.entities) this.entities.set(k, v);
-    for (const [k, v] of pending.series) this.series.set(k, v);
+    for (const [rowKey, columns] of pending.series) {
+      const cached = this.series.get(rowKey);
+      if (cached === undefined) this.series.set(rowKey, columns);
+      else {
+        // Set again, so the cache counts the row's new weight.
+        const merged = new Map(cached);
+        for (const [column, id] of columns) merged.set(column, id);
+        this.series.set(rowKey, merged);
+      }
+    }
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);
     const span = pending.span;
     if (span === null) return;

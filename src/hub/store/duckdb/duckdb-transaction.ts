@@ -6,7 +6,8 @@
  * batch is written (the transaction stays usable, and the ingester can dead-letter one message):
  * 1. checks that need no database (text, timestamps, event payloads);
  * 2. resolution, reading only: entity ids from the entity cache; series ids from the transaction's
- *    own changes, then the bounded series cache, then one lookup statement for all misses; the
+ *    own changes, then the bounded series cache (both by row of cells, then by column name: one
+ *    string key per row, none per sample), then one lookup statement for all misses; the
  *    series count of each entity that gains series (one count statement the first time an entity
  *    needs one), checked against `maxSeriesPerEntity`;
  * 3. writes: one statement per entity upsert or new entity, one bulk insert each of new series,
@@ -14,17 +15,7 @@
  * Everything learnt goes into `pending`; the store copies it into its caches only after COMMIT, so
  * a rolled-back transaction leaves no id behind that the database does not hold.
  */
-import {
-  DOUBLE,
-  type DuckDBConnection,
-  type DuckDBTimestampTZValue,
-  type DuckDBValue,
-  INTEGER,
-  LIST,
-  listValue,
-  TIMESTAMPTZ,
-  VARCHAR,
-} from "@duckdb/node-api";
+import { type DuckDBConnection, type DuckDBValue, INTEGER, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { asEntityId, type EntityId } from "../../../ids.js";
 import {
   checkAttributes,
@@ -36,17 +27,19 @@ import {
 } from "../data-checks.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
+import { sampleRowsOf } from "../sample-rows.js";
 import {
   type EntityKey,
   type EntityUpsert,
   type IngestBatch,
   type MessageKey,
-  type SampleInput,
+  type RowNames,
+  type SampleRows,
   type SeriesKey,
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
-import { appendColumns, appendRows, timestampTz, toNumber } from "./duckdb-append.js";
+import { appendRows, appendSampleColumns, timestampTz, toNumber } from "./duckdb-append.js";
 import { claimMessageKeys } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
 
@@ -69,8 +62,11 @@ export interface StoreCaches {
    * managed entity of the deployment), unlike series.
    */
   readonly entities: ReadonlyMap<string, EntityState>;
-  /** Series ids by {@link seriesKeyString}, bounded; a miss is looked up in the database. */
-  readonly series: RecencyCache<string, number>;
+  /**
+   * Series ids by row ({@link rowKeyString}) and then column name, bounded by the series it holds; a
+   * miss is looked up in the database. The store changes these maps only after a COMMIT.
+   */
+  readonly series: RecencyCache<string, ReadonlyMap<string, number>>;
   /** Series per entity, for the entities that needed a count so far (bounded by the entities). */
   readonly seriesCounts: ReadonlyMap<EntityId, number>;
 }
@@ -78,7 +74,8 @@ export interface StoreCaches {
 /** What a transaction learnt, applied to {@link StoreCaches} once it commits. */
 export interface PendingChanges {
   readonly entities: Map<string, EntityState>;
-  readonly series: Map<string, number>;
+  /** New series ids, and ids read from the database, by row key and column name. */
+  readonly series: Map<string, Map<string, number>>;
   readonly seriesCounts: Map<EntityId, number>;
   span: SampleSpan | null;
 }
@@ -86,28 +83,27 @@ export interface PendingChanges {
 export const entityKeyString = (k: EntityKey): string =>
   JSON.stringify([k.gateway, k.probe, k.managedEntity]);
 /**
- * The cache key of a series: its entity id and names, each name length-prefixed so no two series
- * share a key whatever their names hold. Built from a prefix shared by every cell of one row (one
- * message), because this runs once per sample: JSON.stringify here was 8% of a loaded hub's CPU.
+ * The cache key of a row of series: its entity id and names, each name length-prefixed so no two
+ * rows share a key whatever their names hold. Built once per row of cells (one message), never per
+ * sample: a string key per sample was a tenth of a loaded hub's CPU (issue 12).
  */
-export const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
-  seriesKeyOf(seriesPrefix(entity, s), s.column);
-const seriesPrefix = (entity: EntityId, s: SeriesKey): string =>
+export const rowKeyString = (entity: EntityId, s: RowNames): string =>
   `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;
-const seriesKeyOf = (prefix: string, column: string): string => `${prefix}${column.length}:${column}`;
+/** The key of one series: its row's key and its column, length-prefixed likewise. */
+const seriesKeyOf = (rowKey: string, column: string): string => `${rowKey}${column.length}:${column}`;
 
 /** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
 function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
 }
 
-/** One distinct series of a write. */
+/** One distinct series of a write that no cache held. */
 interface SeriesSlot {
   readonly entity: EntityKey;
   readonly entityKey: string;
-  /** Set when the entity existed before this write; then `cacheKey` is its series key string. */
+  /** Set when the entity existed before this write; then `rowKey` is its row's key. */
   readonly entityId: EntityId | undefined;
-  readonly cacheKey: string | undefined;
+  readonly rowKey: string | undefined;
   readonly series: SeriesKey;
   id: number | undefined;
   /** The id came from the database lookup: remember it in the cache after COMMIT. */
@@ -161,29 +157,33 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       checkAttributes(u.attributes);
       checkTime("entity update time", u.at);
     }
-    for (const sample of batch.samples) {
-      checkTime("sample time", sample.at);
-      checkText("sample text", sample.text);
-    }
+    const cells = sampleRowsOf(batch);
+    for (const row of cells.rows) checkTime("sample time", row.at);
+    for (const text of cells.texts) checkText("sample text", text);
     for (const event of events) checkEvent(event);
 
-    const { slots, sampleSlots, sampleIds, counts } = await this.resolveSeries(batch.samples);
+    const { slots, ids, missCells, missSlots, counts } = await this.resolveSeries(cells);
 
     try {
       for (const upsert of batch.entities) await this.upsertEntity(upsert);
       await this.appendSeries(slots, counts);
-      await this.appendSamples(batch.samples, slots, sampleSlots, sampleIds);
+      for (let m = 0; m < missCells.length; m++) {
+        const id = slots[missSlots[m] as number]?.id;
+        if (id === undefined) throw new Error("internal: a sample's series has no id");
+        ids[missCells[m] as number] = id;
+      }
+      await this.appendSamples(cells, ids);
       if (events.length > 0) {
         const entities: (EntityId | null)[] = [];
         for (const event of events) {
           entities.push(event.entity === null ? null : (await this.entityFor(event.entity)).id);
         }
-        const ids = await this.nextIds("event_id_seq", events.length);
+        const eventIds = await this.nextIds("event_id_seq", events.length);
         await appendRows(
           this.c,
           "events",
           EVENT_COLUMN_TYPES,
-          events.map((event, i) => eventRow(ids[i] as number, event, entities[i] ?? null)),
+          events.map((event, i) => eventRow(eventIds[i] as number, event, entities[i] ?? null)),
         );
       }
     } catch (error) {
@@ -196,80 +196,83 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   }
 
   /**
-   * Phase 2: gives each sample a slot (one per distinct series), finds the ids of known series, and
-   * refuses the batch when an entity would exceed `maxSeriesPerEntity`. Reads only.
+   * Phase 2: the series id of each cell whose series is known (this transaction's, then the
+   * cache's), found once per row and then by column name; a slot for each distinct other series,
+   * whose ids are looked up in the database; and the refusal of the batch when an entity would
+   * exceed `maxSeriesPerEntity`. Reads only.
    */
-  private async resolveSeries(samples: readonly SampleInput[]): Promise<{
+  private async resolveSeries(cells: SampleRows): Promise<{
     slots: SeriesSlot[];
-    /** Per sample: its slot, or -1 when its series id was cached (then in `sampleIds`). */
-    sampleSlots: number[];
-    sampleIds: number[];
+    /** Per cell: its series id, once known. */
+    ids: Int32Array;
+    /** The cells whose series no cache held, each with its slot. */
+    missCells: number[];
+    missSlots: number[];
     counts: Map<string, number>;
   }> {
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, number>();
-    const sampleSlots: number[] = new Array(samples.length);
-    const sampleIds: number[] = new Array(samples.length);
+    const ids = new Int32Array(cells.texts.length);
+    const missCells: number[] = [];
+    const missSlots: number[] = [];
     const misses: SeriesSlot[] = [];
-    // Samples of one message usually share their entity key object: resolve it once for a run.
+    const columns = cells.columns;
+    // Rows of one message or entity usually share their entity key object: resolve it once for a run.
     let lastEntity: EntityKey | undefined;
     let entityKey = "";
     let entity: EntityState | undefined;
-    // …and their row: the key prefix is built once per row.
-    let lastSeries: SeriesKey | undefined;
-    let prefix = "";
-    samples.forEach((sample, i) => {
-      const s = sample.series;
-      if (sample.entity !== lastEntity) {
-        lastEntity = sample.entity;
-        entityKey = entityKeyString(sample.entity);
+    for (const r of cells.rows) {
+      if (r.entity !== lastEntity) {
+        lastEntity = r.entity;
+        entityKey = entityKeyString(r.entity);
         entity = this.entityOf(entityKey);
-        lastSeries = undefined;
       }
-      if (
-        entity !== undefined &&
-        (lastSeries === undefined ||
-          s.row !== lastSeries.row ||
-          s.dataview !== lastSeries.dataview ||
-          s.sampler !== lastSeries.sampler ||
-          s.samplerType !== lastSeries.samplerType)
-      ) {
-        prefix = seriesPrefix(entity.id, s);
-        lastSeries = s;
-      }
-      const cacheKey = entity === undefined ? undefined : seriesKeyOf(prefix, s.column);
-      // The common case, a series stored before: no slot, no check (what was stored is valid).
-      if (cacheKey !== undefined) {
-        const hit = this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
+      const rowKey = entity === undefined ? undefined : rowKeyString(entity.id, r);
+      const mine = rowKey === undefined ? undefined : this.pending.series.get(rowKey);
+      const cached = rowKey === undefined ? undefined : this.caches.series.get(rowKey);
+      for (let c = r.start; c < r.end; c++) {
+        const column = columns[c] as string;
+        // The common case, a series stored before: no slot, no check (what was stored is valid).
+        const hit = mine?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {
-          sampleSlots[i] = -1;
-          sampleIds[i] = hit;
-          return;
+          ids[c] = hit;
+          continue;
         }
+        // A series of an entity this write creates is new; the prefix keeps its key apart from ids.
+        const key =
+          rowKey === undefined
+            ? `?${entityKey}${seriesKeyOf(rowKeyString(asEntityId(0), r), column)}`
+            : seriesKeyOf(rowKey, column);
+        let slot = slotOf.get(key);
+        if (slot === undefined) {
+          slot = slots.length;
+          slotOf.set(key, slot);
+          const series: SeriesKey = {
+            sampler: r.sampler,
+            samplerType: r.samplerType,
+            dataview: r.dataview,
+            row: r.row,
+            column,
+          };
+          const entry: SeriesSlot = {
+            entity: r.entity,
+            entityKey,
+            entityId: entity?.id,
+            rowKey,
+            series,
+            id: undefined,
+            lookedUp: false,
+          };
+          // Not cached: checked before use, and looked up in the database when its entity exists.
+          checkSeriesKey(series);
+          if (entity === undefined) checkEntityKey(r.entity);
+          else misses.push(entry);
+          slots.push(entry);
+        }
+        missCells.push(c);
+        missSlots.push(slot);
       }
-      // A series of an entity this write creates is new; the prefix keeps its key apart from ids.
-      const key = cacheKey ?? `?${entityKey}${seriesKeyString(asEntityId(0), sample.series)}`;
-      let slot = slotOf.get(key);
-      if (slot === undefined) {
-        slot = slots.length;
-        slotOf.set(key, slot);
-        const entry: SeriesSlot = {
-          entity: sample.entity,
-          entityKey,
-          entityId: entity?.id,
-          cacheKey,
-          series: sample.series,
-          id: undefined,
-          lookedUp: false,
-        };
-        // Not cached: checked before use, and looked up in the database when its entity exists.
-        checkSeriesKey(sample.series);
-        if (entity === undefined) checkEntityKey(sample.entity);
-        else misses.push(entry);
-        slots.push(entry);
-      }
-      sampleSlots[i] = slot;
-    });
+    }
     if (misses.length > 0) await this.lookupSeries(misses);
 
     // New series per entity, against the entity's count.
@@ -281,7 +284,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       else a.count += 1;
     }
     const counts = new Map<string, number>();
-    if (added.size === 0) return { slots, sampleSlots, sampleIds, counts };
+    const result = { slots, ids, missCells, missSlots, counts };
+    if (added.size === 0) return result;
     const unknown: EntityId[] = [];
     for (const { id } of added.values()) {
       if (id !== undefined && this.storedCount(id) === undefined) unknown.push(id);
@@ -300,7 +304,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       }
       counts.set(entityKey, after);
     }
-    return { slots, sampleSlots, sampleIds, counts };
+    return result;
   }
 
   private storedCount(entity: EntityId): number | undefined {
@@ -310,7 +314,9 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   /** Finds the ids of `misses` in the database (this transaction's rows included), one statement. */
   private async lookupSeries(misses: readonly SeriesSlot[]): Promise<void> {
     const byKey = new Map<string, SeriesSlot>();
-    for (const slot of misses) if (slot.cacheKey !== undefined) byKey.set(slot.cacheKey, slot);
+    for (const slot of misses) {
+      if (slot.rowKey !== undefined) byKey.set(seriesKeyOf(slot.rowKey, slot.series.column), slot);
+    }
     const texts = LIST(VARCHAR);
     const column = (pick: (s: SeriesKey) => string) => listValue(misses.map((m) => pick(m.series)));
     const r = await this.c.runAndReadAll(
@@ -338,13 +344,13 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       },
     );
     for (const [id, entity, sampler, samplerType, dataview, row, col] of r.getRowsJS()) {
-      const key = seriesKeyString(asEntityId(toNumber(entity ?? null) ?? 0), {
+      const rowKey = rowKeyString(asEntityId(toNumber(entity ?? null) ?? 0), {
         sampler: String(sampler),
         samplerType: String(samplerType),
         dataview: String(dataview),
         row: String(row),
-        column: String(col),
       });
+      const key = seriesKeyOf(rowKey, String(col));
       const slot = byKey.get(key);
       if (slot === undefined) continue;
       slot.id = toNumber(id ?? null) ?? undefined;
@@ -447,6 +453,16 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     return ids;
   }
 
+  /** This transaction's own series ids of the row `rowKey` (made when missing). */
+  private pendingRow(rowKey: string): Map<string, number> {
+    let row = this.pending.series.get(rowKey);
+    if (row === undefined) {
+      row = new Map();
+      this.pending.series.set(rowKey, row);
+    }
+    return row;
+  }
+
   /** Gives the new slots ids and bulk-inserts them; records every resolved id as pending. */
   private async appendSeries(
     slots: readonly SeriesSlot[],
@@ -454,8 +470,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   ): Promise<void> {
     const fresh = slots.filter((slot) => slot.id === undefined);
     for (const slot of slots) {
-      if (slot.lookedUp && slot.cacheKey !== undefined && slot.id !== undefined) {
-        this.pending.series.set(slot.cacheKey, slot.id);
+      if (slot.lookedUp && slot.rowKey !== undefined && slot.id !== undefined) {
+        this.pendingRow(slot.rowKey).set(slot.series.column, slot.id);
       }
     }
     if (fresh.length === 0) return;
@@ -465,8 +481,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       const entity = (await this.entityFor(slot.entity)).id;
       const id = ids[i] as number;
       slot.id = id;
-      this.pending.series.set(seriesKeyString(entity, slot.series), id);
       const s = slot.series;
+      this.pendingRow(slot.rowKey ?? rowKeyString(entity, s)).set(s.column, id);
       rows.push([id, entity, s.sampler, s.samplerType, s.dataview, s.row, s.column]);
     }
     await appendRows(this.c, "series", [INTEGER, INTEGER, VARCHAR, VARCHAR, VARCHAR, VARCHAR, VARCHAR], rows);
@@ -476,48 +492,16 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     }
   }
 
-  private async appendSamples(
-    samples: readonly SampleInput[],
-    slots: readonly SeriesSlot[],
-    sampleSlots: readonly number[],
-    sampleIds: readonly number[],
-  ): Promise<void> {
-    if (samples.length === 0) return;
+  /** Bulk-inserts the samples, `ids` holding each cell's series id; widens the pending time span. */
+  private async appendSamples(cells: SampleRows, ids: Int32Array): Promise<void> {
+    if (cells.rows.length === 0) return;
     let span = this.pending.span;
-    // Columns, not rows, and one TIMESTAMPTZ value per run of samples with the same time (the
-    // cells of one row): this loop runs once per sample.
-    const n = samples.length;
-    const ids: number[] = new Array(n);
-    const times: DuckDBTimestampTZValue[] = new Array(n);
-    const values: (number | null)[] = new Array(n);
-    const texts: string[] = new Array(n);
-    let lastAt = Number.NaN;
-    let lastTime: DuckDBTimestampTZValue | undefined;
-    for (let i = 0; i < n; i++) {
-      const sample = samples[i] as SampleInput;
-      const slot = sampleSlots[i] as number;
-      const id = slot === -1 ? sampleIds[i] : slots[slot]?.id;
-      if (id === undefined) throw new Error("internal: a sample's series has no id");
-      const at = sample.at;
-      if (at !== lastAt || lastTime === undefined) {
-        lastAt = at;
-        lastTime = timestampTz(at);
-        if (span === null) span = { firstMs: at, lastMs: at };
-        else if (at < span.firstMs) span.firstMs = at;
-        else if (at > span.lastMs) span.lastMs = at;
-      }
-      ids[i] = id;
-      times[i] = lastTime;
-      // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
-      values[i] = sample.value !== null && Number.isFinite(sample.value) ? sample.value : null;
-      texts[i] = sample.text;
+    for (const { at } of cells.rows) {
+      if (span === null) span = { firstMs: at, lastMs: at };
+      else if (at < span.firstMs) span.firstMs = at;
+      else if (at > span.lastMs) span.lastMs = at;
     }
-    await appendColumns(
-      this.c,
-      "samples",
-      [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR],
-      [ids, times, values, texts],
-    );
+    await appendSampleColumns(this.c, cells, ids);
     this.pending.span = span;
   }
 }

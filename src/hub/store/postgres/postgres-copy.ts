@@ -14,14 +14,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { TransactionSql } from "postgres";
 
-/** One row of `samples`, column by column (parallel arrays of one length). */
-export interface SampleColumns {
-  readonly seriesIds: readonly number[];
-  readonly times: readonly number[];
-  /** null: not a finite number (counts in no aggregation). */
-  readonly values: readonly (number | null)[];
-  readonly texts: readonly string[];
-}
+import type { SampleRows } from "../store.js";
 
 const CHUNK_BYTES = 256 * 1024; // bytes per write to the COPY stream
 const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "latin1");
@@ -29,40 +22,44 @@ const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "latin1");
 const FIXED_ROW_BYTES = 2 + (4 + 4) + (4 + 8) + (4 + 8) + 4;
 const TWO_32 = 2 ** 32;
 
-function* chunks(rows: SampleColumns): Generator<Buffer> {
+function* chunks(cells: SampleRows, ids: ArrayLike<number>): Generator<Buffer> {
   const header = Buffer.alloc(SIGNATURE.length + 8);
   SIGNATURE.copy(header);
   yield header;
-  const n = rows.seriesIds.length;
+  const { texts, values } = cells;
   let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   let at = 0;
-  for (let i = 0; i < n; i++) {
-    const text = rows.texts[i] ?? "";
-    // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-    const need = FIXED_ROW_BYTES + text.length * 3;
-    if (at + need > buffer.length) {
-      if (at > 0) yield buffer.subarray(0, at);
-      buffer = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, need));
-      at = 0;
-    }
-    at = buffer.writeInt16BE(4, at);
-    at = buffer.writeInt32BE(4, at);
-    at = buffer.writeInt32BE(rows.seriesIds[i] ?? 0, at);
+  for (const row of cells.rows) {
     // int8 as two 32-bit halves: no BigInt per row (|ms| < 2^53, so the halves are exact).
-    const ms = rows.times[i] ?? 0;
+    const ms = row.at;
     const high = Math.floor(ms / TWO_32);
-    at = buffer.writeInt32BE(8, at);
-    at = buffer.writeInt32BE(high, at);
-    at = buffer.writeUInt32BE(ms - high * TWO_32, at);
-    const value = rows.values[i] ?? null;
-    if (value === null) at = buffer.writeInt32BE(-1, at);
-    else {
+    const low = ms - high * TWO_32;
+    for (let c = row.start; c < row.end; c++) {
+      const text = texts[c] as string;
+      // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+      const need = FIXED_ROW_BYTES + text.length * 3;
+      if (at + need > buffer.length) {
+        if (at > 0) yield buffer.subarray(0, at);
+        buffer = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, need));
+        at = 0;
+      }
+      at = buffer.writeInt16BE(4, at);
+      at = buffer.writeInt32BE(4, at);
+      at = buffer.writeInt32BE(ids[c] as number, at);
       at = buffer.writeInt32BE(8, at);
-      at = buffer.writeDoubleBE(value, at);
+      at = buffer.writeInt32BE(high, at);
+      at = buffer.writeUInt32BE(low, at);
+      // Only finite numbers aggregate (NaN marks text that is none); the rest is NULL.
+      const value = values[c] as number;
+      if (!Number.isFinite(value)) at = buffer.writeInt32BE(-1, at);
+      else {
+        at = buffer.writeInt32BE(8, at);
+        at = buffer.writeDoubleBE(value, at);
+      }
+      const length = buffer.write(text, at + 4, "utf8");
+      buffer.writeInt32BE(length, at);
+      at += 4 + length;
     }
-    const length = buffer.write(text, at + 4, "utf8");
-    buffer.writeInt32BE(length, at);
-    at += 4 + length;
   }
   const trailer = Buffer.alloc(2);
   trailer.writeInt16BE(-1);
@@ -75,10 +72,17 @@ function* chunks(rows: SampleColumns): Generator<Buffer> {
   }
 }
 
-/** Writes `rows` into `samples` with binary COPY on `sql` (inside the caller's transaction). */
-export async function copySamples(sql: TransactionSql, rows: SampleColumns): Promise<void> {
-  if (rows.seriesIds.length === 0) return;
+/**
+ * Writes the cells of `cells` into `samples` with binary COPY on `sql` (inside the caller's
+ * transaction), `ids` holding each cell's series id by cell index.
+ */
+export async function copySamples(
+  sql: TransactionSql,
+  cells: SampleRows,
+  ids: ArrayLike<number>,
+): Promise<void> {
+  if (cells.rows.every((row) => row.end === row.start)) return;
   const stream =
     await sql`COPY samples (series_id, ts_ms, value, text) FROM STDIN (FORMAT binary)`.writable();
-  await pipeline(Readable.from(chunks(rows)), stream);
+  await pipeline(Readable.from(chunks(cells, ids)), stream);
 }

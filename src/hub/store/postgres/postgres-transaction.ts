@@ -20,27 +20,22 @@
  */
 import type { PostgresError, Sql, TransactionSql } from "postgres";
 import { asEntityId, type EntityId } from "../../../ids.js";
-import {
-  checkAttributes,
-  checkEntityKey,
-  checkEvent,
-  checkSeriesKey,
-  checkText,
-  checkTime,
-} from "../data-checks.js";
+import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
+import { sampleRowsOf } from "../sample-rows.js";
 import {
   type EntityKey,
   type EntityUpsert,
   type IngestBatch,
   type MessageKey,
-  type SampleInput,
+  type RowNames,
+  type SampleRows,
   type SeriesKey,
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
-import { checkBatchText } from "./postgres-checks.js";
+import { checkBatchText, checkNoNul } from "./postgres-checks.js";
 import { byCodePoint, claimMessageKeys } from "./postgres-claims.js";
 import { closedSafe } from "./postgres-closed.js";
 import { copySamples } from "./postgres-copy.js";
@@ -67,7 +62,7 @@ export interface PgPending {
 export const entityKeyString = (k: EntityKey): string =>
   JSON.stringify([k.gateway, k.probe, k.managedEntity]);
 /** A series' cache key: its entity id and length-prefixed names (see duckdb-transaction.ts). */
-const seriesPrefix = (entity: EntityId, s: SeriesKey): string =>
+const seriesPrefix = (entity: EntityId, s: RowNames): string =>
   `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;
 const seriesKeyOf = (prefix: string, column: string): string => `${prefix}${column.length}:${column}`;
 export const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
@@ -133,45 +128,25 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       checkAttributes(u.attributes);
       checkTime("entity update time", u.at);
     }
-    // Samples of one message share their entity and series objects: check each run once.
-    let lastEntity: EntityKey | undefined;
-    let lastSeries: SeriesKey | undefined;
-    for (const sample of batch.samples) {
-      checkTime("sample time", sample.at);
-      checkText("sample text", sample.text);
-      if (sample.series !== lastSeries) {
-        checkSeriesKey(sample.series);
-        lastSeries = sample.series;
-      }
-      if (sample.entity !== lastEntity) {
-        checkEntityKey(sample.entity);
-        lastEntity = sample.entity;
-      }
-    }
+    const cells = sampleRowsOf(batch);
+    checkRows(cells);
     for (const event of events) checkEvent(event);
     checkBatchText(batch);
+    if (batch.rows !== undefined) checkRowsText(batch.rows);
 
-    await this.ensurePartitions(batch.samples);
+    await this.ensurePartitions(cells);
 
     const local: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
     try {
       await this.sql.savepoint(
         closedSafe(async (sql) => {
           for (const upsert of sortedUpserts(batch.entities)) await this.upsertEntity(sql, upsert, local);
-          const named = [...batch.samples.map((s) => s.entity), ...events.flatMap((e) => e.entity ?? [])];
+          const named = [...cells.rows.map((r) => r.entity), ...events.flatMap((e) => e.entity ?? [])];
           await this.createNamedEntities(sql, named, local);
-          const ids = await this.resolveSeries(sql, batch.samples, local);
-          if (batch.samples.length > 0) {
+          const ids = await this.resolveSeries(sql, cells, local);
+          if (cells.rows.length > 0) {
             this.wroteSamples = true;
-            await copySamples(sql, {
-              seriesIds: ids,
-              times: batch.samples.map((s) => s.at),
-              // Only finite numbers aggregate; NaN and ±Infinity have no JSON form either.
-              values: batch.samples.map((s) =>
-                s.value !== null && Number.isFinite(s.value) ? s.value : null,
-              ),
-              texts: batch.samples.map((s) => s.text),
-            });
+            await copySamples(sql, cells, ids);
           }
           if (events.length > 0) {
             const entityIds = events.map((e) =>
@@ -197,11 +172,11 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
    * connection, in its own transaction, unless this transaction already wrote samples: it then
    * holds a lock on `samples` that the other connection would wait for, so it creates them itself.
    */
-  private async ensurePartitions(samples: readonly SampleInput[]): Promise<void> {
+  private async ensurePartitions(cells: SampleRows): Promise<void> {
     const missing = new Set<number>();
     let lastWeek = Number.NaN;
-    for (const s of samples) {
-      const week = weekOf(s.at);
+    for (const row of cells.rows) {
+      const week = weekOf(row.at);
       if (week === lastWeek) continue;
       lastWeek = week;
       if (!this.caches.partitions.has(week) && !this.pending.partitions.has(week)) missing.add(week);
@@ -283,53 +258,51 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     for (const [key, id] of ids) local.entities.set(key, asEntityId(id));
   }
 
-  /** The series id of every sample, creating the new series (after the series-limit check). */
-  private async resolveSeries(
-    sql: TransactionSql,
-    samples: readonly SampleInput[],
-    local: PgPending,
-  ): Promise<number[]> {
-    const ids: number[] = new Array(samples.length);
+  /**
+   * The series id of every cell, by cell index, creating the new series (after the series-limit
+   * check). A row's key prefix is built once; each cell adds its column name to it.
+   */
+  private async resolveSeries(sql: TransactionSql, cells: SampleRows, local: PgPending): Promise<Int32Array> {
+    const ids = new Int32Array(cells.texts.length);
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, SeriesSlot>();
-    const pendingSamples: { index: number; slot: SeriesSlot }[] = [];
+    const missCells: number[] = [];
+    const missSlots: SeriesSlot[] = [];
+    const columns = cells.columns;
     let lastEntity: EntityKey | undefined;
     let entityId: EntityId | undefined;
-    let lastSeries: SeriesKey | undefined;
-    let prefix = "";
-    for (let i = 0; i < samples.length; i++) {
-      const sample = samples[i] as SampleInput;
-      const s = sample.series;
-      if (sample.entity !== lastEntity) {
-        lastEntity = sample.entity;
-        entityId = this.entityId(entityKeyString(sample.entity), local);
-        lastSeries = undefined;
+    for (const r of cells.rows) {
+      if (r.entity !== lastEntity) {
+        lastEntity = r.entity;
+        entityId = this.entityId(entityKeyString(r.entity), local);
       }
       if (entityId === undefined) throw new Error("internal: a sample's entity has no id");
-      if (
-        lastSeries === undefined ||
-        s.row !== lastSeries.row ||
-        s.dataview !== lastSeries.dataview ||
-        s.sampler !== lastSeries.sampler ||
-        s.samplerType !== lastSeries.samplerType
-      ) {
-        prefix = seriesPrefix(entityId, s);
-        lastSeries = s;
+      const prefix = seriesPrefix(entityId, r);
+      for (let c = r.start; c < r.end; c++) {
+        const column = columns[c] as string;
+        const cacheKey = seriesKeyOf(prefix, column);
+        const hit =
+          local.series.get(cacheKey) ?? this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
+        if (hit !== undefined) {
+          ids[c] = hit;
+          continue;
+        }
+        let slot = slotOf.get(cacheKey);
+        if (slot === undefined) {
+          const series = {
+            sampler: r.sampler,
+            samplerType: r.samplerType,
+            dataview: r.dataview,
+            row: r.row,
+            column,
+          };
+          slot = { entityId, entity: r.entity, cacheKey, series, id: undefined };
+          slotOf.set(cacheKey, slot);
+          slots.push(slot);
+        }
+        missCells.push(c);
+        missSlots.push(slot);
       }
-      const cacheKey = seriesKeyOf(prefix, s.column);
-      const hit =
-        local.series.get(cacheKey) ?? this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
-      if (hit !== undefined) {
-        ids[i] = hit;
-        continue;
-      }
-      let slot = slotOf.get(cacheKey);
-      if (slot === undefined) {
-        slot = { entityId, entity: sample.entity, cacheKey, series: s, id: undefined };
-        slotOf.set(cacheKey, slot);
-        slots.push(slot);
-      }
-      pendingSamples.push({ index: i, slot });
     }
     if (slots.length > 0) {
       await this.lookupSeries(sql, slots);
@@ -342,7 +315,9 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
         if (slot.id === undefined) throw new Error("internal: a series has no id after its insert");
         local.series.set(slot.cacheKey, slot.id);
       }
-      for (const { index, slot } of pendingSamples) ids[index] = slot.id as number;
+      missCells.forEach((c, m) => {
+        ids[c] = (missSlots[m] as SeriesSlot).id as number;
+      });
     }
     return ids;
   }
@@ -446,5 +421,50 @@ function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): vo
     });
     const slot = byKey.get(key);
     if (slot !== undefined) slot.id = r.id;
+  }
+}
+
+/**
+ * Checks what the cells hold before anything is written: times, texts, and the names of each row
+ * and cell (a run of rows with one entity key object checks the entity once).
+ */
+function checkRows(cells: SampleRows): void {
+  let lastEntity: EntityKey | undefined;
+  for (const r of cells.rows) {
+    checkTime("sample time", r.at);
+    if (r.entity !== lastEntity) {
+      checkEntityKey(r.entity);
+      lastEntity = r.entity;
+    }
+    checkText("sampler name", r.sampler);
+    checkText("sampler type", r.samplerType);
+    checkText("dataview name", r.dataview);
+    checkText("row name", r.row);
+    for (let c = r.start; c < r.end; c++) {
+      checkText("column name", cells.columns[c] as string);
+      checkText("sample text", cells.texts[c] as string);
+    }
+  }
+}
+
+/** The U+0000 check of postgres-checks.ts for the column form: names and texts of every row and cell. */
+function checkRowsText(cells: SampleRows): void {
+  let lastEntity: EntityKey | undefined;
+  for (const r of cells.rows) {
+    if (r.entity !== lastEntity) {
+      checkNoNul("gateway name", r.entity.gateway);
+      checkNoNul("probe name", r.entity.probe);
+      checkNoNul("managed entity name", r.entity.managedEntity);
+      lastEntity = r.entity;
+    }
+    checkNoNul("sampler name", r.sampler);
+    checkNoNul("sampler type", r.samplerType);
+    checkNoNul("dataview name", r.dataview);
+    checkNoNul("row name", r.row);
+    for (let c = r.start; c < r.end; c++) {
+      checkNoNul("column name", cells.columns[c] as string);
+      const text = cells.texts[c] as string;
+      if (text.includes("\u0000")) checkNoNul("sample text", text);
+    }
   }
 }

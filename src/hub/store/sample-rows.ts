@@ -1,0 +1,95 @@
+/**
+ * Samples in columns ({@link SampleRows}): the builder the ingester fills, and the conversion of the
+ * one-object-per-sample form that the stores apply to `IngestBatch.samples` so that they write one
+ * form only. The builder makes one object per row (one message's cells), none per cell: on a loaded
+ * hub allocation is where the time goes (issue 12).
+ */
+import type { EpochMs } from "../../ids.js";
+import type { EntityKey, IngestBatch, RowNames, SampleInput, SampleRow, SampleRows } from "./store.js";
+
+/** Collects rows of samples: {@link cell} for each cell of a row, then {@link endRow}. */
+export class SampleRowsBuilder implements SampleRows {
+  readonly rows: SampleRow[] = [];
+  readonly columns: string[] = [];
+  readonly texts: string[] = [];
+  readonly values: number[] = [];
+  private start = 0;
+
+  /** Cells added so far, of every row. */
+  get cells(): number {
+    return this.texts.length;
+  }
+
+  /** Adds a cell to the row being built; `value` null (or not finite) when the text is no number. */
+  cell(column: string, text: string, value: number | null): void {
+    this.columns.push(column);
+    this.texts.push(text);
+    this.values.push(value !== null && Number.isFinite(value) ? value : Number.NaN);
+  }
+
+  /**
+   * Ends the row of the cells added since the last row (names as in {@link RowNames}); a row
+   * without cells is not kept.
+   */
+  endRow(
+    entity: EntityKey,
+    sampler: string,
+    samplerType: string,
+    dataview: string,
+    row: string,
+    at: EpochMs,
+  ): void {
+    const end = this.texts.length;
+    if (end === this.start) return;
+    this.rows.push({ entity, sampler, samplerType, dataview, row, at, start: this.start, end });
+    this.start = end;
+  }
+}
+
+const NO_ROWS: SampleRows = { rows: [], columns: [], texts: [], values: [] };
+
+/** Whether two samples belong in one row: the same entity, series names but the column, and time. */
+function sameRow(a: SampleInput, b: SampleInput): boolean {
+  if (a.at !== b.at) return false;
+  const x = a.series;
+  const y = b.series;
+  if (x !== y && (x.row !== y.row || x.dataview !== y.dataview || x.sampler !== y.sampler)) return false;
+  if (x !== y && x.samplerType !== y.samplerType) return false;
+  const e = a.entity;
+  const f = b.entity;
+  return e === f || (e.managedEntity === f.managedEntity && e.probe === f.probe && e.gateway === f.gateway);
+}
+
+/**
+ * Every sample of `batch` in columns: `batch.samples` (each run of samples of one row becomes one
+ * row) followed by `batch.rows`. Returns `batch.rows` itself when there are no single samples.
+ */
+export function sampleRowsOf(batch: IngestBatch): SampleRows {
+  const samples = batch.samples;
+  if (samples.length === 0) return batch.rows ?? NO_ROWS;
+  const out = new SampleRowsBuilder();
+  let first: SampleInput | undefined; // the first sample of the row being built
+  for (const sample of samples) {
+    if (first !== undefined && !sameRow(first, sample)) {
+      endRow(out, first.entity, first.series, first.at);
+      first = undefined;
+    }
+    first ??= sample;
+    out.cell(sample.series.column, sample.text, sample.value);
+  }
+  if (first !== undefined) endRow(out, first.entity, first.series, first.at);
+  const rows = batch.rows;
+  if (rows !== undefined) {
+    for (const r of rows.rows) {
+      for (let c = r.start; c < r.end; c++) {
+        out.cell(rows.columns[c] as string, rows.texts[c] as string, rows.values[c] as number);
+      }
+      endRow(out, r.entity, r, r.at);
+    }
+  }
+  return out;
+}
+
+function endRow(out: SampleRowsBuilder, entity: EntityKey, names: RowNames, at: EpochMs): void {
+  out.endRow(entity, names.sampler, names.samplerType, names.dataview, names.row, at);
+}
