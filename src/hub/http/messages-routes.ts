@@ -91,11 +91,13 @@ const PARSE_SLICE_MESSAGES = 500;
  * Hands the body's messages to the ingester in parts of `size` (BACKFILL_PART_MESSAGES), and
  * resolves once every part is committed (the ingester commits parts in order, one transaction
  * each). The body is parsed a slice at a time with a turn of the event loop between slices, so the
- * store's callbacks run promptly and it claims and commits one part while the next is parsed and
- * checked. The part before the one in hand must be committed before another is handed in, so a
- * 256 MiB body never holds all its messages and samples at once. A store outage stops the parts not
- * yet handed in and is thrown (503): the parts committed before it stay stored, and sending the
- * body again stores each message once (DESIGN 1, de-duplication).
+ * store's callbacks run promptly and it claims and commits one part while the next is parsed. A
+ * part is handed in (and checked) as soon as it is parsed, while the one before it may still be
+ * committing, so the store goes from one commit to the next without waiting for a part's checks;
+ * the part two before it must be committed first, so a 256 MiB body never holds more than three
+ * parts' messages and samples at once. A store outage stops the parts not yet handed in and is
+ * thrown (503): the parts committed before it stay stored (a part handed in behind the failed one
+ * may be too), and sending the body again stores each message once (DESIGN 1, de-duplication).
  */
 async function ingestInParts(ingester: Ingester, text: string, size: number): Promise<BackfillResult> {
   const parts: Promise<IngestResult>[] = [];
@@ -116,7 +118,7 @@ async function ingestInParts(ingester: Ingester, text: string, size: number): Pr
   for (const slice of deliveryParts(text, Math.min(PARSE_SLICE_MESSAGES, size))) {
     for (const delivery of slice) part.push(delivery);
     if (part.length >= size) {
-      if (parts.length >= 1) await parts[parts.length - 1]?.catch(() => undefined);
+      if (parts.length >= 2) await parts[parts.length - 2]?.catch(() => undefined);
       if (failure !== undefined) break;
       handIn(part);
       part = [];
