@@ -25,7 +25,7 @@ import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
 import { validateMessage } from "../../messages/validate.js";
 import { isWellFormed } from "../../text/well-formed.js";
-import { SampleRowsBuilder } from "../store/sample-rows.js";
+import { SampleCells, SampleRowsBuilder } from "../store/sample-rows.js";
 import {
   type EntityKey,
   type EntityUpsert,
@@ -76,16 +76,22 @@ export interface IngestResult {
 /** What one transaction writes, with the cache changes it makes once committed. */
 class BatchBuilder {
   readonly entities = new Map<string, EntityUpsert>();
-  /** Samples in columns: one object per row of cells, none per cell (issue 12). */
-  readonly rows = new SampleRowsBuilder();
+  /** Samples in columns: one object per row of the part's cells, none per cell (issue 12). */
+  readonly rows: SampleRowsBuilder;
   /** One key object per entity the batch's samples name, so the store resolves a run of rows once. */
   readonly sampleEntities = new Map<string, EntityKey>();
   readonly events: EventInput[] = [];
   readonly probes = new Map<string, ProbeInfo>();
   readonly known = new Map<string, KnownEntity>();
+
+  constructor(cells: SampleCells) {
+    this.rows = new SampleRowsBuilder(cells);
+  }
 }
 
-type Handlers = { [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder) => void };
+type Handlers = {
+  [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder, item: Checked) => void;
+};
 
 export interface IngesterOptions {
   /**
@@ -116,12 +122,17 @@ export function wellFormedJsonText(text: string): boolean {
 interface Prepared {
   readonly checked: Checked[];
   readonly rejected: Rejection[];
+  /** The cells of every headline and table message checked, made before the transaction. */
+  readonly cells: SampleCells;
 }
 
 interface Checked {
   readonly index: number;
   readonly key: MessageKey;
   readonly message: PublicV2Message;
+  /** The message's cells are `[start, end)` of {@link Prepared.cells} (none: equal). */
+  readonly start: number;
+  readonly end: number;
 }
 
 export class Ingester {
@@ -153,8 +164,8 @@ export class Ingester {
         message.data.timestamp,
       );
     },
-    headline: (message, batch) => this.metrics(message, batch),
-    table: (message, batch) => this.metrics(message, batch),
+    headline: (message, batch, item) => this.metrics(message, batch, item),
+    table: (message, batch, item) => this.metrics(message, batch, item),
     severity: (message, batch) => this.event(message, batch),
     snooze: (message, batch) => this.event(message, batch),
     userassignment: (message, batch) => this.event(message, batch),
@@ -212,9 +223,9 @@ export class Ingester {
     return run;
   }
 
-  private async run({ checked, rejected }: Prepared): Promise<IngestResult> {
+  private async run({ checked, rejected, cells }: Prepared): Promise<IngestResult> {
     const tally = { stored: 0, duplicates: 0 };
-    await this.commit(checked, rejected, tally);
+    await this.commit(checked, cells, rejected, tally);
     rejected.sort((a, b) => a.index - b.index);
     this.counts.stored += tally.stored;
     this.counts.duplicates += tally.duplicates;
@@ -227,6 +238,7 @@ export class Ingester {
   /** Commits `items` in one transaction; on a data error, halves and tries each half. */
   private async commit(
     items: readonly Checked[],
+    cells: SampleCells,
     rejected: Rejection[],
     tally: { stored: number; duplicates: number },
   ): Promise<void> {
@@ -235,15 +247,17 @@ export class Ingester {
       const started = performance.now();
       const { batch, fresh } = await this.store.transaction(async (tx) => {
         const isNew = await tx.claim(items.map((item) => item.key));
-        const batch = new BatchBuilder();
+        const batch = new BatchBuilder(cells);
         let fresh = 0;
         items.forEach((item, i) => {
           if (isNew[i] !== true) return;
           fresh += 1;
-          (this.handlers[item.message.type] as (m: PublicV2Message, b: BatchBuilder) => void)(
-            item.message,
-            batch,
-          );
+          const handle = this.handlers[item.message.type] as (
+            m: PublicV2Message,
+            b: BatchBuilder,
+            item: Checked,
+          ) => void;
+          handle(item.message, batch, item);
         });
         this.checkEntityLimit(batch);
         await tx.write({
@@ -268,8 +282,8 @@ export class Ingester {
         return;
       }
       const middle = Math.ceil(items.length / 2);
-      await this.commit(items.slice(0, middle), rejected, tally);
-      await this.commit(items.slice(middle), rejected, tally);
+      await this.commit(items.slice(0, middle), cells, rejected, tally);
+      await this.commit(items.slice(middle), cells, rejected, tally);
     }
   }
 
@@ -319,9 +333,14 @@ export class Ingester {
     });
   }
 
-  private metrics(message: MessageOf<"headline"> | MessageOf<"table">, batch: BatchBuilder): void {
+  /** The row of a headline or table message, over the cells `prepare` made of it. */
+  private metrics(
+    message: MessageOf<"headline"> | MessageOf<"table">,
+    batch: BatchBuilder,
+    item: Checked,
+  ): void {
     if (message.operation === "delete") return;
-    const { target, row, sampleTime } = message.data;
+    const { target, sampleTime } = message.data;
     const text = entityKeyText(target);
     let key = batch.sampleEntities.get(text);
     if (key === undefined) {
@@ -338,15 +357,7 @@ export class Ingester {
     }
     const at: EpochMs = asEpochMs(Date.parse(sampleTime));
     const { sampler, type: samplerType, dataview } = target;
-    // Once per cell: three array entries, no object (allocation is what a loaded hub spends its
-    // time on).
-    const rows = batch.rows;
-    for (const column of Object.keys(row)) {
-      const value = row[column] as string;
-      // A blank cell is no sample and creates no series (issue 6: wide sparse dataviews).
-      if (value !== "") rows.cell(column, value, numericValue(value));
-    }
-    rows.endRow(key, sampler, samplerType, dataview, target.row ?? "", at);
+    batch.rows.row(key, sampler, samplerType, dataview, target.row ?? "", at, item.start, item.end);
   }
 
   private event(
@@ -373,12 +384,38 @@ export class Ingester {
 function prepare(deliveries: readonly CheckedTextDelivery[]): Prepared {
   const rejected: Rejection[] = [];
   const checked: Checked[] = [];
+  const cells = new SampleCells();
   deliveries.forEach((delivery, index) => {
     const problem = check(delivery);
-    if (typeof problem === "string") rejected.push({ index, reason: problem });
-    else checked.push({ index, key: messageKey(delivery.id, problem), message: problem });
+    if (typeof problem === "string") {
+      rejected.push({ index, reason: problem });
+      return;
+    }
+    const start = cells.length;
+    if ((problem.type === "table" || problem.type === "headline") && problem.operation !== "delete") {
+      addCells(cells, problem.data.row);
+    }
+    checked.push({
+      index,
+      key: messageKey(delivery.id, problem),
+      message: problem,
+      start,
+      end: cells.length,
+    });
   });
-  return { checked, rejected };
+  return { checked, rejected, cells };
+}
+
+/**
+ * The cells of one headline or table message, in its order: three array entries each, no object
+ * (allocation is what a loaded hub spends its time on). A blank cell is no sample and creates no
+ * series (issue 6: wide sparse dataviews).
+ */
+function addCells(cells: SampleCells, row: Readonly<Record<string, string>>): void {
+  for (const column of Object.keys(row)) {
+    const value = row[column] as string;
+    if (value !== "") cells.cell(column, value, numericValue(value));
+  }
 }
 
 /** The message when it may be stored, otherwise why not. */

@@ -7,24 +7,55 @@
 import type { EpochMs } from "../../ids.js";
 import type { EntityKey, IngestBatch, RowNames, SampleInput, SampleRow, SampleRows } from "./store.js";
 
-/** Collects rows of samples: {@link cell} for each cell of a row, then {@link endRow}. */
-export class SampleRowsBuilder implements SampleRows {
-  readonly rows: SampleRow[] = [];
+/**
+ * Cells in columns before rows are made of them: the ingester makes a part's cells while it checks
+ * the part, before the store's transaction, and the rows that name them inside it.
+ */
+export class SampleCells {
   readonly columns: string[] = [];
   readonly texts: string[] = [];
   readonly values: number[] = [];
-  private start = 0;
 
-  /** Cells added so far, of every row. */
-  get cells(): number {
+  /** Cells added so far. */
+  get length(): number {
     return this.texts.length;
   }
 
-  /** Adds a cell to the row being built; `value` null (or not finite) when the text is no number. */
+  /** Adds a cell; `value` null (or not finite) when the text is no number. */
   cell(column: string, text: string, value: number | null): void {
     this.columns.push(column);
     this.texts.push(text);
     this.values.push(value !== null && Number.isFinite(value) ? value : Number.NaN);
+  }
+}
+
+/**
+ * Collects rows of samples: {@link cell} for each cell of a row, then {@link endRow}; or, over
+ * cells made before (`cells`), {@link row} for each row with its range of them.
+ */
+export class SampleRowsBuilder implements SampleRows {
+  readonly rows: SampleRow[] = [];
+  readonly columns: string[];
+  readonly texts: string[];
+  readonly values: number[];
+  private readonly cells: SampleCells;
+  private start = 0;
+
+  constructor(cells: SampleCells = new SampleCells()) {
+    this.cells = cells;
+    this.columns = cells.columns;
+    this.texts = cells.texts;
+    this.values = cells.values;
+  }
+
+  /** Cells added so far, of every row. */
+  get length(): number {
+    return this.cells.length;
+  }
+
+  /** Adds a cell to the row being built; `value` null (or not finite) when the text is no number. */
+  cell(column: string, text: string, value: number | null): void {
+    this.cells.cell(column, text, value);
   }
 
   /**
@@ -39,10 +70,23 @@ export class SampleRowsBuilder implements SampleRows {
     row: string,
     at: EpochMs,
   ): void {
-    const end = this.texts.length;
-    if (end === this.start) return;
-    this.rows.push({ entity, sampler, samplerType, dataview, row, at, start: this.start, end });
+    const end = this.cells.length;
+    if (end !== this.start) this.row(entity, sampler, samplerType, dataview, row, at, this.start, end);
     this.start = end;
+  }
+
+  /** Adds a row of the cells `[start, end)` made before; a row without cells is not kept. */
+  row(
+    entity: EntityKey,
+    sampler: string,
+    samplerType: string,
+    dataview: string,
+    row: string,
+    at: EpochMs,
+    start: number,
+    end: number,
+  ): void {
+    if (end > start) this.rows.push({ entity, sampler, samplerType, dataview, row, at, start, end });
   }
 }
 

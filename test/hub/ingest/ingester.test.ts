@@ -71,7 +71,7 @@ class FakeStore {
               return true;
             }),
           write: async (batch) => {
-            if (sampleRowsOf(batch).texts.includes(this.poison)) throw new StoreDataError("poison");
+            if (samplesOf(batch).some((x) => x.text === this.poison)) throw new StoreDataError("poison");
             writes.push(batch);
           },
         };

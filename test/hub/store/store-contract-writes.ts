@@ -668,6 +668,27 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         assert.equal((await storedSamples(store, a as EntityId)).length, 14);
       }));
 
+    it("only the cells some row names are stored or checked", () =>
+      withStore(open, undefined, async (store) => {
+        const rows = new SampleRowsBuilder();
+        for (const [column, text] of [
+          ["util", "1"],
+          ["skipped", "\ud800"],
+          ["idle", "2"],
+          ["wait", "3"],
+        ] as const) {
+          rows.cell(column, text, Number(text));
+        }
+        rows.row(A, "cpu", "linux", "cpu", "r1", t("2024-05-01T10:00:00Z"), 0, 1);
+        rows.row(A, "cpu", "linux", "cpu", "r1", t("2024-05-01T10:01:00Z"), 2, 3);
+        await store.ingest({ entities: [], samples: [], rows });
+        const [a] = (await entityIds(store)).map(asEntityId);
+        assert.deepEqual(await storedSamples(store, a as EntityId), [
+          "r1/idle@1714557660000=2",
+          "r1/util@1714557600000=1",
+        ]);
+      }));
+
     it("an entity named only by rows is made with the attributes its key gives", () =>
       withStore(open, undefined, async (store) => {
         await store.ingest({

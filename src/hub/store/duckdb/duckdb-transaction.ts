@@ -158,8 +158,11 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       checkTime("entity update time", u.at);
     }
     const cells = sampleRowsOf(batch);
-    for (const row of cells.rows) checkTime("sample time", row.at);
-    for (const text of cells.texts) checkText("sample text", text);
+    // Only the cells the rows name: a row set may share its cell columns with cells it skips.
+    for (const row of cells.rows) {
+      checkTime("sample time", row.at);
+      for (let c = row.start; c < row.end; c++) checkText("sample text", cells.texts[c] as string);
+    }
     for (const event of events) checkEvent(event);
 
     const { slots, ids, missCells, missSlots, counts } = await this.resolveSeries(cells);
