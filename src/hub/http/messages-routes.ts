@@ -14,6 +14,7 @@ import { VigilError } from "../../errors/catalog.js";
 import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
 import {
+  CheckedPart,
   type CheckedTextDelivery,
   type Ingester,
   type IngestResult,
@@ -31,7 +32,7 @@ export interface BackfillResult {
 /** Splits a body into candidate messages: a JSON array, or one JSON value per non-blank line. */
 export function splitMessages(text: string): { index: number; value: unknown; error?: string }[] {
   return [...deliveryParts(text, Number.MAX_SAFE_INTEGER)]
-    .flat()
+    .flatMap((slice) => slice.deliveries)
     .map((d, index) =>
       d.parseError === undefined
         ? { index, value: d.message }
@@ -39,13 +40,20 @@ export function splitMessages(text: string): { index: number; value: unknown; er
     );
 }
 
+/** Deliveries read from a body, and how many entries (array elements, or lines blank or not) are left. */
+interface Slice {
+  readonly deliveries: CheckedTextDelivery[];
+  readonly left: number;
+}
+
 /**
- * The body's messages as deliveries, in parts of at most `size`: a JSON array is parsed whole (it is
- * one JSON text), NDJSON one part at a time, so the caller can hand a part to the ingester before
- * parsing the next. A line that is not JSON is a delivery with its parse error, counted by its index
- * among the non-blank lines. Each delivery is marked when its text proves its strings well-formed.
+ * The body's messages as deliveries, in slices of at most `size`: a JSON array is parsed whole (it
+ * is one JSON text), NDJSON one slice at a time, so the caller can hand a part to the ingester
+ * before parsing the next. A line that is not JSON is a delivery with its parse error, counted by
+ * its index among the non-blank lines. Each delivery is marked when its text proves its strings
+ * well-formed.
  */
-function* deliveryParts(text: string, size: number): Generator<CheckedTextDelivery[]> {
+function* deliveryParts(text: string, size: number): Generator<Slice> {
   const trimmed = text.trimStart();
   if (trimmed.startsWith("[")) {
     let parsed: unknown;
@@ -60,12 +68,17 @@ function* deliveryParts(text: string, size: number): Generator<CheckedTextDelive
       throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
     const wellFormedText = wellFormedJsonText(trimmed);
     for (let start = 0; start < parsed.length; start += size) {
-      yield parsed.slice(start, start + size).map((message) => ({ id: undefined, message, wellFormedText }));
+      const deliveries = parsed
+        .slice(start, start + size)
+        .map((message) => ({ id: undefined, message, wellFormedText }));
+      yield { deliveries, left: Math.max(0, parsed.length - start - size) };
     }
     return;
   }
   let part: CheckedTextDelivery[] = [];
-  for (const line of text.split("\n")) {
+  const lines = text.split("\n");
+  if (lines[lines.length - 1]?.trim() === "") lines.pop(); // the usual final newline: no entry left
+  for (const [i, line] of lines.entries()) {
     if (line.trim() === "") continue;
     try {
       part.push({ id: undefined, message: JSON.parse(line), wellFormedText: wellFormedJsonText(line) });
@@ -77,35 +90,48 @@ function* deliveryParts(text: string, size: number): Generator<CheckedTextDelive
       });
     }
     if (part.length === size) {
-      yield part;
+      yield { deliveries: part, left: lines.length - i - 1 };
       part = [];
     }
   }
-  if (part.length > 0) yield part;
+  if (part.length > 0) yield { deliveries: part, left: 0 };
 }
 
-/** Messages parsed between two turns of the event loop (see {@link ingestInParts}). */
-const PARSE_SLICE_MESSAGES = 500;
+/**
+ * Messages parsed and checked between two turns of the event loop (see {@link ingestInParts}): a
+ * store callback waits for one slice at most (about 1.5 ms).
+ */
+const PARSE_SLICE_MESSAGES = 100;
+/**
+ * The size of a body's first part, which each next part doubles up to the part size; and the
+ * fewest messages a body's last part must hold to be committed in halves (see {@link ingestInParts}).
+ */
+const SMALL_PART_MESSAGES = 1000;
+/** Parts handed to the ingester and not yet committed, at most (see {@link ingestInParts}). */
+const IN_FLIGHT_PARTS = 3;
 
 /**
- * Hands the body's messages to the ingester in parts of `size` (BACKFILL_PART_MESSAGES), and
- * resolves once every part is committed (the ingester commits parts in order, one transaction
- * each). The body is parsed a slice at a time with a turn of the event loop between slices, so the
- * store's callbacks run promptly and it claims and commits one part while the next is parsed. A
- * part is handed in (and checked) as soon as it is parsed, while the one before it may still be
- * committing, so the store goes from one commit to the next without waiting for a part's checks;
- * the part two before it must be committed first, so a 256 MiB body never holds more than three
- * parts' messages and samples at once. A store outage stops the parts not yet handed in and is
- * thrown (503): the parts committed before it stay stored (a part handed in behind the failed one
- * may be too), and sending the body again stores each message once (DESIGN 1, de-duplication).
+ * Hands the body's messages to the ingester in parts of at most `size` (BACKFILL_PART_MESSAGES),
+ * and resolves once every part is committed (the ingester commits parts in order, one transaction
+ * each). The body is parsed and checked a slice at a time with a turn of the event loop between
+ * slices, so the store's callbacks run promptly and it claims and commits parts while the next is
+ * parsed. A part is handed in as soon as it is parsed and checked, while up to IN_FLIGHT_PARTS − 1
+ * before it are still committing, so the store goes from one commit to the next and parsing goes
+ * on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts' messages and
+ * samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
+ * of the body, so the store starts early and has little left once the body is parsed (issue 12:
+ * the two ends of a body are where nothing overlaps the store's work). A store outage stops the
+ * parts not yet handed in and is thrown (503): the parts committed before it stay stored (parts
+ * handed in behind the failed one may be too), and sending the body again stores each message
+ * once (DESIGN 1, de-duplication).
  */
 async function ingestInParts(ingester: Ingester, text: string, size: number): Promise<BackfillResult> {
   const parts: Promise<IngestResult>[] = [];
   const offsets: number[] = [];
   let failure: { error: unknown } | undefined;
   let total = 0;
-  const handIn = (part: CheckedTextDelivery[]): void => {
-    const result = ingester.ingest(part);
+  const handIn = (part: CheckedPart): void => {
+    const result = ingester.ingestChecked(part);
     // Noted at once, so a failed part stops the loop and is never an unhandled rejection.
     result.catch((error: unknown) => {
       failure ??= { error };
@@ -114,14 +140,24 @@ async function ingestInParts(ingester: Ingester, text: string, size: number): Pr
     offsets.push(total);
     total += part.length;
   };
-  let part: CheckedTextDelivery[] = [];
-  for (const slice of deliveryParts(text, Math.min(PARSE_SLICE_MESSAGES, size))) {
-    for (const delivery of slice) part.push(delivery);
-    if (part.length >= size) {
-      if (parts.length >= 2) await parts[parts.length - 2]?.catch(() => undefined);
+  let part = new CheckedPart();
+  let ramp = Math.min(size, SMALL_PART_MESSAGES);
+  for (const { deliveries, left } of deliveryParts(text, Math.min(PARSE_SLICE_MESSAGES, size))) {
+    // Checked a slice at a time, so the store's callbacks wait for one slice at most.
+    ingester.check(deliveries, part);
+    // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
+    // to a part at most) is committed in halves: the store starts on a body early and has little
+    // left to do once it is parsed — the two ends of a body, where nothing else overlaps the store.
+    const rest = part.length + left;
+    const last = rest <= size && rest >= SMALL_PART_MESSAGES;
+    const target = Math.min(ramp, last ? Math.ceil(rest / 2) : size);
+    if (part.length >= target) {
+      ramp = Math.min(size, 2 * ramp);
+      if (parts.length >= IN_FLIGHT_PARTS)
+        await parts[parts.length - IN_FLIGHT_PARTS]?.catch(() => undefined);
       if (failure !== undefined) break;
       handIn(part);
-      part = [];
+      part = new CheckedPart();
     }
     await nextTurn();
     if (failure !== undefined) break;

@@ -118,19 +118,23 @@ export function wellFormedJsonText(text: string): boolean {
   return !text.includes("\\u") && isWellFormed(text);
 }
 
-/** Deliveries checked before they wait for the store (see {@link Ingester.ingest}). */
-interface Prepared {
-  readonly checked: Checked[];
-  readonly rejected: Rejection[];
-  /** The cells of every headline and table message checked, made before the transaction. */
-  readonly cells: SampleCells;
+/**
+ * Deliveries checked before they wait for the store (see {@link Ingester.ingest}), with the cells of
+ * their headline and table messages made; {@link Ingester.check} adds a slice at a time.
+ */
+export class CheckedPart {
+  readonly checked: Checked[] = [];
+  readonly rejected: Rejection[] = [];
+  readonly cells = new SampleCells();
+  /** Deliveries added so far: the index in the part of the next one. */
+  length = 0;
 }
 
 interface Checked {
   readonly index: number;
   readonly key: MessageKey;
   readonly message: PublicV2Message;
-  /** The message's cells are `[start, end)` of {@link Prepared.cells} (none: equal). */
+  /** The message's cells are `[start, end)` of {@link CheckedPart.cells} (none: equal). */
   readonly start: number;
   readonly end: number;
 }
@@ -212,18 +216,34 @@ export class Ingester {
    * another (backfill) checks the next part while the store commits the previous one.
    */
   ingest(deliveries: readonly CheckedTextDelivery[]): Promise<IngestResult> {
-    let prepared: Prepared;
+    let part: CheckedPart;
     try {
-      prepared = prepare(deliveries);
+      part = this.check(deliveries);
     } catch (error) {
       return Promise.reject(error);
     }
-    const run = this.queue.then(() => this.run(prepared));
+    return this.ingestChecked(part);
+  }
+
+  /**
+   * Checks `deliveries` and adds them to `part` (a new part when absent), which it returns: a
+   * caller that reads a large batch a slice at a time (backfill) checks each slice as it is read,
+   * in short steps between which the store's callbacks run, then hands the part to
+   * {@link ingestChecked}. Indexes of rejections count from the part's first delivery.
+   */
+  check(deliveries: readonly CheckedTextDelivery[], part: CheckedPart = new CheckedPart()): CheckedPart {
+    prepare(deliveries, part);
+    return part;
+  }
+
+  /** {@link ingest} of a part checked before (see {@link check}). */
+  ingestChecked(part: CheckedPart): Promise<IngestResult> {
+    const run = this.queue.then(() => this.run(part));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async run({ checked, rejected, cells }: Prepared): Promise<IngestResult> {
+  private async run({ checked, rejected, cells }: CheckedPart): Promise<IngestResult> {
     const tally = { stored: 0, duplicates: 0 };
     await this.commit(checked, cells, rejected, tally);
     rejected.sort((a, b) => a.index - b.index);
@@ -380,12 +400,13 @@ export class Ingester {
   }
 }
 
-/** Checks every delivery and gives each storable one its de-duplication key. */
-function prepare(deliveries: readonly CheckedTextDelivery[]): Prepared {
-  const rejected: Rejection[] = [];
-  const checked: Checked[] = [];
-  const cells = new SampleCells();
-  deliveries.forEach((delivery, index) => {
+/** Checks every delivery into `part` and gives each storable one its de-duplication key. */
+function prepare(deliveries: readonly CheckedTextDelivery[], part: CheckedPart): void {
+  const { rejected, checked, cells } = part;
+  const offset = part.length;
+  part.length += deliveries.length;
+  deliveries.forEach((delivery, i) => {
+    const index = offset + i;
     const problem = check(delivery);
     if (typeof problem === "string") {
       rejected.push({ index, reason: problem });
@@ -403,7 +424,6 @@ function prepare(deliveries: readonly CheckedTextDelivery[]): Prepared {
       end: cells.length,
     });
   });
-  return { checked, rejected, cells };
 }
 
 /**
