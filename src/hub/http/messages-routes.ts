@@ -81,7 +81,8 @@ function* deliveryParts(text: string, size: number): Generator<Slice> {
   for (const [i, line] of lines.entries()) {
     if (line.trim() === "") continue;
     try {
-      part.push({ id: undefined, message: JSON.parse(line), wellFormedText: wellFormedJsonText(line) });
+      const message: unknown = JSON.parse(line);
+      part.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
     } catch (error) {
       part.push({
         id: undefined,

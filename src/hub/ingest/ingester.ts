@@ -34,6 +34,7 @@ import {
   type Store,
   StoreDataError,
 } from "../store/store.js";
+import { isCanonicalJson } from "./canonical-json.js";
 import { entityAttributes, type ProbeInfo, userAttributesOf } from "./entity-attributes.js";
 
 /** A cell value that is a plain decimal number (no blanks, units, hex or Infinity). */
@@ -111,6 +112,12 @@ export interface IngesterOptions {
  */
 export interface CheckedTextDelivery extends Delivery {
   readonly wellFormedText?: boolean;
+  /**
+   * The JSON text the message was parsed from, when it had one of its own (an NDJSON line). With
+   * `wellFormedText`, the digest of a message without an id is taken of it when it is canonical
+   * (see {@link messageKey}).
+   */
+  readonly text?: string;
 }
 
 /** Whether every string JSON.parse makes of `text` is well-formed: only a `\u` escape can add a lone surrogate. */
@@ -418,7 +425,8 @@ function prepare(deliveries: readonly CheckedTextDelivery[], part: CheckedPart):
     }
     checked.push({
       index,
-      key: messageKey(delivery.id, problem),
+      // The line's text only when it holds no `\u` escape (`wellFormedText`), as isCanonicalJson needs.
+      key: messageKey(delivery.id, problem, delivery.wellFormedText === true ? delivery.text : undefined),
       message: problem,
       start,
       end: cells.length,
@@ -481,15 +489,20 @@ function illFormedString(value: unknown, path = ""): string | undefined {
   return undefined;
 }
 
-/** The de-duplication key of a message: its gateway id, or a digest when it has none of that form. */
-export function messageKey(id: string | undefined, message: PublicV2Message): MessageKey {
+/**
+ * The de-duplication key of a message: its gateway id, or a digest when it has none of that form:
+ * the SHA-256 of `JSON.stringify(message)`. `text`, the JSON text the message was parsed from
+ * (holding no `\u` escape), is hashed as it is when it is that very text (canonical-json.ts).
+ */
+export function messageKey(id: string | undefined, message: PublicV2Message, text?: string): MessageKey {
   if (id !== undefined) {
     const parsed = parseMessageId(id);
     if (parsed !== undefined) return { kind: "seq", origin: parsed.origin, seq: parsed.seq };
     return { kind: "hash", hash: hash("sha256", `id:${id}`, "hex") };
   }
+  const json = text !== undefined && isCanonicalJson(text, message) ? text : JSON.stringify(message);
   // One-shot `crypto.hash` (Node ≥ 20.12): the same digest as a Hash object, at a third of its cost.
-  return { kind: "hash", hash: hash("sha256", JSON.stringify(message), "hex") };
+  return { kind: "hash", hash: hash("sha256", json, "hex") };
 }
 
 function isStoreDataError(error: unknown): error is StoreDataError {
