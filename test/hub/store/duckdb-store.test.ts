@@ -202,6 +202,39 @@ describe("DuckDB store", () => {
     );
   });
 
+  it("stores each digest as digestOf gives it, at the edges of the signed range too, by either claim", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "vigil-digests-"));
+    const path = join(dir, "digests.duckdb");
+    try {
+      const edges = ["0", "7f", "80", "ff", "8000000000000001", "ffffffffffffffff0"].map((p) =>
+        p.padEnd(64, "0"),
+      );
+      edges.push("f".repeat(64), `${"7".padEnd(32, "f")}${"0".repeat(32)}`, "not hex, hashed first");
+      const store = await createDuckDbStore({ path });
+      await store.migrate();
+      const keys = edges.map((hash) => ({ kind: "hash" as const, hash }));
+      // The optimistic claim stores them; the careful one (after a stored digest) finds each again.
+      assert.deepEqual(await store.transaction((tx) => tx.claim(keys.slice(0, 5))), [
+        true,
+        true,
+        true,
+        true,
+        true,
+      ]);
+      assert.deepEqual(
+        await store.transaction((tx) => tx.claim(keys)),
+        edges.map((_, i) => i >= 5),
+      );
+      await store.close();
+      assert.deepEqual(
+        (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(([d]) => d),
+        edges.map(digestOf).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("claims digests optimistically: a stored one reruns the work with the careful claim, until a batch is all new", async () => {
     const store = await createDuckDbStore({ path: ":memory:" });
     await store.migrate();
