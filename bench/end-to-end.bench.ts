@@ -24,6 +24,8 @@
  * Bounded in time and count, 127.0.0.1 only. Every child is stopped (SIGTERM, SIGKILL after 15 s),
  * and the temp dirs and the NATS stream are removed, also when a configuration fails.
  * VIGIL_BENCH_CPU_PROF=DIR starts the children with `--cpu-prof --cpu-prof-dir DIR`;
+ * VIGIL_BENCH_NODE_ARGS="…" adds `node` options to every child (a diagnostic, e.g.
+ * `--heap-growing-percent=0` for V8's own heap growth instead of vigil's bound);
  * VIGIL_BENCH_MEMORY_LIMIT_MB=N sets `memoryProtection.limitMb` of every part (a diagnostic: the
  * figures use the defaults); VIGIL_BENCH_E2E=up|nats runs one configuration only; VIGIL_BENCH_TIMELINE=1 adds the per-second
  * status timeline (accepted rows, published, buffered in the gateway's targets, stored by the hub)
@@ -76,6 +78,8 @@ const GOALS = { cellsPerSecond: 100_000, delayP99Ms: 1_000, rssMiB: 1_024 };
 
 const ONLY = process.env.VIGIL_BENCH_E2E;
 const CPU_PROF_DIR = process.env.VIGIL_BENCH_CPU_PROF;
+/** Extra `node` options for every child, space-separated (a diagnostic: the figures use none). */
+const NODE_ARGS = (process.env.VIGIL_BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const TIMELINE = process.env.VIGIL_BENCH_TIMELINE === "1";
 
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
@@ -115,7 +119,10 @@ class Service {
     args: string[],
     cwd: string,
   ) {
-    const node = CPU_PROF_DIR === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(CPU_PROF_DIR)];
+    const node = [
+      ...NODE_ARGS,
+      ...(CPU_PROF_DIR === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", resolve(CPU_PROF_DIR)]),
+    ];
     this.child = spawn(process.execPath, [...node, VIGIL_BIN, ...args], {
       cwd,
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,13 +1,14 @@
 /**
- * What every long-running command does around its service (DESIGN 1): start it, reload the setup
- * on SIGHUP and when the file changes (an invalid file is logged and the old setup stays), stop
- * cleanly on SIGINT/SIGTERM within the deadline, and exit.
+ * What every long-running command does around its service (DESIGN 1): bound its heap's growth
+ * (heap-growth.ts), start it, reload the setup on SIGHUP and when the file changes (an invalid file
+ * is logged and the old setup stays), stop cleanly on SIGINT/SIGTERM within the deadline, and exit.
  */
 import type { Logger } from "pino";
 import type { RunningService } from "../compose/service.js";
 import { formatSetupIssues } from "../config/load-setup.js";
 import type { Setup } from "../config/setup.js";
 import { watchSetupFile } from "../config/watch-setup.js";
+import { limitHeapGrowth } from "./heap-growth.js";
 import { runUntilSignal } from "./signals.js";
 
 export interface RunOptions {
@@ -20,6 +21,7 @@ export interface RunOptions {
 /** Starts the service, serves until a stop signal, stops, and ends the process with its exit code. */
 export async function runService(options: RunOptions): Promise<void> {
   const { logger } = options;
+  limitHeapGrowth();
   const service = await options.start();
   logger.info({ urls: service.urls }, "vigil is up");
   const config = options.config;

@@ -243,6 +243,14 @@ export const DUCKDB_MEMORY_LIMIT_MIN_MIB = 128; // MiB
 export const DUCKDB_MEMORY_LIMIT_MAX_MIB = 384; // MiB
 export const DUCKDB_MEMORY_SHARE = 1 / 8; // of the memory the process may use
 /**
+ * How far V8 lets a long-running process's heap grow past what survived its last full collection,
+ * in percent (V8's `--heap-growing-percent`, set at start by run-service.ts unless the process was
+ * started with its own). V8's default grows it up to 4× on a machine with memory to spare: under
+ * the end-to-end load `vigil up` kept ~40 MB live and let its old space reach 150–160 MB between
+ * collections (issue 12; docs/performance.md). 100 means 2×.
+ */
+export const HEAP_GROWING_PERCENT = 100; // percent
+/**
  * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
  * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice
  * that (row names beside the cells); batches are cut at LINK_BATCH_TARGET_BYTES.
