@@ -231,7 +231,9 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         entity = this.entityOf(entityKey);
       }
       const rowKey = entity === undefined ? undefined : rowKeyString(entity.id, r);
-      const mine = rowKey === undefined ? undefined : this.pending.series.get(rowKey);
+      // This transaction's own series are usually none: skip the lookup then.
+      const mine =
+        rowKey === undefined || this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
       const cached = rowKey === undefined ? undefined : this.caches.series.get(rowKey);
       for (let c = r.start; c < r.end; c++) {
         const column = columns[c] as string;
