@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { MIGRATIONS } from "../../../src/hub/store/postgres/postgres-schema.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
 import { type IngestBatch, type MessageKey, StoreDataError } from "../../../src/hub/store/store.js";
@@ -60,9 +61,34 @@ if (!reachable) {
       );
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1],
+        MIGRATIONS.map((m) => m.version),
       );
       await Promise.all(stores.map((s) => s.close()));
+    });
+
+    it("a database at version 1 gains the block-range index of sample times", async () => {
+      const fresh = await db.freshUrl();
+      const schema = new URL(fresh).searchParams.get("search_path");
+      const first = await createPostgresStore({ url: fresh });
+      await first.migrate();
+      await first.close();
+      // Back to what version 1 made.
+      await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
+      await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > 1`);
+      const brin = async () =>
+        (
+          await db.sql.unsafe(
+            `SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+             JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+             JOIN pg_am a ON a.oid = i.relam WHERE n.nspname = $1 AND t.relname = 'samples' AND a.amname = 'brin'`,
+            [schema],
+          )
+        ).map((r) => r.relname);
+      assert.deepEqual(await brin(), []);
+      const upgraded = await createPostgresStore({ url: fresh });
+      await upgraded.migrate();
+      await upgraded.close();
+      assert.deepEqual(await brin(), ["samples_ts_brin"]);
     });
 
     it("samples go into weekly partitions created on demand", async () => {

@@ -94,7 +94,8 @@ export const PERCENTILE_HASH_MAX_SAMPLES = KEPT_SAMPLE_MAX_BYTES / 8;
  *   takes first/last at the earliest/latest time with `array_positions`; `rows` compares every
  *   sample's (time, value) pair as it comes (an array built per sample: about twice the cost).
  * - `lookup`: the matched series' group numbers as an array indexed by series id (ids `minId` to
- *   `maxId`, each series in one group; `complete` when every id between is matched), or `null` for
+ *   `maxId`, each series in one group; `complete` when every id between is matched, `wholeTable`
+ *   when no stored series has an id outside them, so the scan needs no range check), or `null` for
  *   a hash join of the samples with the matched series.
  */
 export interface PgAggregateStrategy {
@@ -108,6 +109,7 @@ export interface PgSeriesLookup {
   readonly minId: number;
   readonly maxId: number;
   readonly complete: boolean;
+  readonly wholeTable: boolean;
 }
 
 /** One change of a zone's UTC offset: from `beforeMs` to `afterMs` (ms east of UTC) at `atMs`. */
@@ -454,13 +456,15 @@ matched AS MATERIALIZED (
 
 /**
  * The statement that sizes up the series `plan` matches, for choosing a {@link PgSeriesLookup}:
- * one row `(pairs, series, min_id, max_id)` — matches of a series and an identifier, distinct
- * series, and their smallest and largest id (int8 and int4 columns; null ids when none match).
+ * one row `(pairs, series, min_id, max_id, first_id, last_id)` — matches of a series and an
+ * identifier, distinct series, their smallest and largest id, and the smallest and largest id of
+ * every stored series (int8 and int4 columns; null ids when none).
  */
 export function buildPgMatchedSeriesQuery(plan: MetricQueryPlan): PgStatement {
   const { params, p } = parameters();
   const text = `WITH ${matchedSql(plan, p)}
-SELECT count(*) AS pairs, count(DISTINCT series_id) AS series, min(series_id) AS min_id, max(series_id) AS max_id
+SELECT count(*) AS pairs, count(DISTINCT series_id) AS series, min(series_id) AS min_id, max(series_id) AS max_id,
+  (SELECT min(id) FROM series) AS first_id, (SELECT max(id) FROM series) AS last_id
 FROM matched`;
   return { text, params };
 }
@@ -503,7 +507,11 @@ export function buildPgMetricQuery(
       : {
           from: "samples x",
           gid: `(SELECT a FROM gids)[x.series_id + ${p(1 - lookup.minId)}::int]`,
-          where: ` AND x.series_id BETWEEN ${p(lookup.minId)}::int AND ${p(lookup.maxId)}::int`,
+          // Outside the array a subscript is NULL: the group of a series made since the ids were
+          // counted, which no key joins (a sample of a series no group takes has group 0).
+          where: lookup.wholeTable
+            ? ""
+            : ` AND x.series_id BETWEEN ${p(lookup.minId)}::int AND ${p(lookup.maxId)}::int`,
           matchedOnly: lookup.complete ? undefined : "gid > 0",
         };
   const all = windows.flatMap((w, i) => {
@@ -556,7 +564,7 @@ keyed AS MATERIALIZED (
 bucketed AS (
   ${scans.join("\n  UNION ALL\n  ")}
 ),
-agg AS MATERIALIZED (
+agg AS (
   SELECT bucket_ms, gid, ${inner.join(", ")} FROM bucketed GROUP BY bucket_ms, gid
 ),
 keys AS (SELECT DISTINCT gid, ${keyColumns.join(", ")} FROM keyed)

@@ -119,6 +119,9 @@ interface MatchedSeries {
   readonly series: number;
   readonly minId: number;
   readonly maxId: number;
+  /** Smallest and largest id of every stored series. */
+  readonly firstId: number;
+  readonly lastId: number;
 }
 
 async function matchedSeries(sql: Sql, plan: MetricQueryPlan): Promise<MatchedSeries> {
@@ -129,6 +132,8 @@ async function matchedSeries(sql: Sql, plan: MetricQueryPlan): Promise<MatchedSe
     series: Number(row?.series ?? 0),
     minId: Number(row?.min_id ?? 0),
     maxId: Number(row?.max_id ?? 0),
+    firstId: Number(row?.first_id ?? 0),
+    lastId: Number(row?.last_id ?? 0),
   };
 }
 
@@ -159,7 +164,12 @@ function chooseStrategy(
     options.lookup !== "join" &&
     matched.pairs === matched.series &&
     (options.lookup === "array" || span <= Math.max(LOOKUP_MIN_SPAN, LOOKUP_SPAN_PER_SERIES * matched.series))
-      ? { minId: matched.minId, maxId: matched.maxId, complete: span === matched.series }
+      ? {
+          minId: matched.minId,
+          maxId: matched.maxId,
+          complete: span === matched.series,
+          wholeTable: matched.minId <= matched.firstId && matched.maxId >= matched.lastId,
+        }
       : null;
   return { percentiles, firstLast, lookup };
 }
