@@ -316,6 +316,8 @@ describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
     });
     assert.equal(r.statusCode, 401, r.body);
     assert.equal(r.json().title, "Authorization failed");
-    assert.match(hubLog.lines.join(""), /Kerberos: [^"]*expired/i);
+    // The token was made while the ticket was valid, so by now its authenticator is older than the
+    // allowed skew too: MIT krb5 reports either (both seen in CI), and both refuse the expired ticket.
+    assert.match(hubLog.lines.join(""), /Kerberos: [^"]*(expired|clock skew too great)/i);
   });
 });
