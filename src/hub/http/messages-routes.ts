@@ -13,13 +13,9 @@ import {
 import { VigilError } from "../../errors/catalog.js";
 import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
-import {
-  CheckedPart,
-  type CheckedTextDelivery,
-  type Ingester,
-  type IngestResult,
-  wellFormedJsonText,
-} from "../ingest/ingester.js";
+import { addSlice } from "../ingest/backfill-body.js";
+import { BackfillParser } from "../ingest/backfill-parser.js";
+import { CheckedPart, type Ingester, type IngestResult } from "../ingest/ingester.js";
 
 export interface BackfillResult {
   /** Messages stored now or before (a message stored before is not stored twice). */
@@ -29,80 +25,11 @@ export interface BackfillResult {
   rejected: { index: number; error: string }[];
 }
 
-/** Splits a body into candidate messages: a JSON array, or one JSON value per non-blank line. */
-export function splitMessages(text: string): { index: number; value: unknown; error?: string }[] {
-  return [...deliveryParts(text, Number.MAX_SAFE_INTEGER)]
-    .flatMap((slice) => slice.deliveries)
-    .map((d, index) =>
-      d.parseError === undefined
-        ? { index, value: d.message }
-        : { index, value: undefined, error: d.parseError },
-    );
-}
-
-/** Deliveries read from a body, and how many entries (array elements, or lines blank or not) are left. */
-interface Slice {
-  readonly deliveries: CheckedTextDelivery[];
-  readonly left: number;
-}
-
 /**
- * The body's messages as deliveries, in slices of at most `size`: a JSON array is parsed whole (it
- * is one JSON text), NDJSON one slice at a time, so the caller can hand a part to the ingester
- * before parsing the next. A line that is not JSON is a delivery with its parse error, counted by
- * its index among the non-blank lines. Each delivery is marked when its text proves its strings
- * well-formed.
+ * Messages in a slice the backfill parser hands back (see {@link ingestInParts}): turning one into
+ * store rows takes the hub's thread about a millisecond, and the worker some ten.
  */
-function* deliveryParts(text: string, size: number): Generator<Slice> {
-  const trimmed = text.trimStart();
-  if (trimmed.startsWith("[")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(trimmed);
-    } catch (error) {
-      throw new VigilError("INVALID_MESSAGE", {
-        detail: `The body starts like a JSON array but is not valid JSON (${(error as Error).message}).`,
-      });
-    }
-    if (!Array.isArray(parsed))
-      throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
-    const wellFormedText = wellFormedJsonText(trimmed);
-    for (let start = 0; start < parsed.length; start += size) {
-      const deliveries = parsed
-        .slice(start, start + size)
-        .map((message) => ({ id: undefined, message, wellFormedText }));
-      yield { deliveries, left: Math.max(0, parsed.length - start - size) };
-    }
-    return;
-  }
-  let part: CheckedTextDelivery[] = [];
-  const lines = text.split("\n");
-  if (lines[lines.length - 1]?.trim() === "") lines.pop(); // the usual final newline: no entry left
-  for (const [i, line] of lines.entries()) {
-    if (line.trim() === "") continue;
-    try {
-      const message: unknown = JSON.parse(line);
-      part.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
-    } catch (error) {
-      part.push({
-        id: undefined,
-        message: undefined,
-        parseError: `not valid JSON: ${(error as Error).message}`,
-      });
-    }
-    if (part.length === size) {
-      yield { deliveries: part, left: lines.length - i - 1 };
-      part = [];
-    }
-  }
-  if (part.length > 0) yield { deliveries: part, left: 0 };
-}
-
-/**
- * Messages parsed and checked between two turns of the event loop (see {@link ingestInParts}): a
- * store callback waits for one slice at most (about 1.5 ms).
- */
-const PARSE_SLICE_MESSAGES = 100;
+const PARSE_SLICE_MESSAGES = 500;
 /**
  * The size of a body's first part, which each next part doubles up to the part size; and the
  * fewest messages a body's last part must hold to be committed in halves (see {@link ingestInParts}).
@@ -114,9 +41,10 @@ const IN_FLIGHT_PARTS = 3;
 /**
  * Hands the body's messages to the ingester in parts of at most `size` (BACKFILL_PART_MESSAGES),
  * and resolves once every part is committed (the ingester commits parts in order, one transaction
- * each). The body is parsed and checked a slice at a time with a turn of the event loop between
- * slices, so the store's callbacks run promptly and it claims and commits parts while the next is
- * parsed. A part is handed in as soon as it is parsed and checked, while up to IN_FLIGHT_PARTS − 1
+ * each). The backfill parser's worker thread parses and checks the body a slice at a time
+ * (backfill-parser.ts); the hub's thread adds each slice to the part it builds, with a turn of the
+ * event loop between slices, so the store's callbacks run promptly and it claims and commits parts
+ * while the next is parsed. A part is handed in as soon as it is parsed and checked, while up to IN_FLIGHT_PARTS − 1
  * before it are still committing, so the store goes from one commit to the next and parsing goes
  * on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts' messages and
  * samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
@@ -126,7 +54,12 @@ const IN_FLIGHT_PARTS = 3;
  * handed in behind the failed one may be too), and sending the body again stores each message
  * once (DESIGN 1, de-duplication).
  */
-async function ingestInParts(ingester: Ingester, text: string, size: number): Promise<BackfillResult> {
+async function ingestInParts(
+  ingester: Ingester,
+  parser: BackfillParser,
+  body: Uint8Array,
+  size: number,
+): Promise<BackfillResult> {
   const parts: Promise<IngestResult>[] = [];
   const offsets: number[] = [];
   let failure: { error: unknown } | undefined;
@@ -143,9 +76,9 @@ async function ingestInParts(ingester: Ingester, text: string, size: number): Pr
   };
   let part = new CheckedPart();
   let ramp = Math.min(size, SMALL_PART_MESSAGES);
-  for (const { deliveries, left } of deliveryParts(text, Math.min(PARSE_SLICE_MESSAGES, size))) {
-    // Checked a slice at a time, so the store's callbacks wait for one slice at most.
-    ingester.check(deliveries, part);
+  for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size))) {
+    addSlice(part, slice);
+    const left = slice.left;
     // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
     // to a part at most) is committed in halves: the store starts on a body early and has little
     // left to do once it is parsed — the two ends of a body, where nothing else overlaps the store.
@@ -177,6 +110,12 @@ async function ingestInParts(ingester: Ingester, text: string, size: number): Pr
   return { accepted: total - rejected.length, duplicates, rejected };
 }
 
+/** Whether `body` holds nothing but JSON whitespace (what `String.prototype.trim` removes of it). */
+function isBlank(body: Uint8Array): boolean {
+  for (const byte of body) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return false;
+  return true;
+}
+
 /**
  * Registers the backfill endpoint; it takes any content type (JSON array or NDJSON). At most
  * MAX_CONCURRENT_BACKFILLS requests run at once. Messages are de-duplicated like published ones:
@@ -192,11 +131,14 @@ export function registerMessageRoutes(
 ): Promise<void> {
   const partMessages = options.partMessages ?? BACKFILL_PART_MESSAGES;
   let running = 0;
+  const parser = new BackfillParser(app.log);
   return app.register(async (scope) => {
+    scope.addHook("onClose", () => parser.close());
     scope.removeAllContentTypeParsers();
+    // The bytes as they came: the worker decodes them (UTF-8, as a string body would be).
     scope.addContentTypeParser(
       "*",
-      { parseAs: "string", bodyLimit: MESSAGES_BODY_LIMIT_BYTES },
+      { parseAs: "buffer", bodyLimit: MESSAGES_BODY_LIMIT_BYTES },
       (_r, body, done) => done(null, body),
     );
     resource(
@@ -204,8 +146,8 @@ export function registerMessageRoutes(
       "/v0/messages",
       {
         POST: async (request): Promise<BackfillResult> => {
-          const text = typeof request.body === "string" ? request.body : "";
-          if (text.trim() === "") {
+          const body = request.body instanceof Uint8Array ? request.body : new Uint8Array(0);
+          if (isBlank(body)) {
             throw new VigilError("NO_BODY", { expected: "a JSON array or NDJSON of public-v2 messages" });
           }
           memory?.check();
@@ -218,7 +160,7 @@ export function registerMessageRoutes(
           }
           running += 1;
           try {
-            return await ingestInParts(ingester, text, partMessages);
+            return await ingestInParts(ingester, parser, body, partMessages);
           } finally {
             running -= 1;
           }

@@ -16,54 +16,47 @@
  * Messages are dispatched by type through one record, so a new message type fails to compile until
  * handled (STYLE 6).
  */
-import { hash } from "node:crypto";
 import type { Logger } from "pino";
-import type { Delivery } from "../../bus/bus.js";
-import { parseMessageId } from "../../bus/envelope.js";
 import { DEFAULT_MAX_ENTITIES } from "../../config/defaults.js";
-import { asEpochMs, type EpochMs } from "../../ids.js";
+import { asEpochMs } from "../../ids.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
-import { validateMessage } from "../../messages/validate.js";
-import { isWellFormed } from "../../text/well-formed.js";
-import { SampleCells, SampleRowsBuilder } from "../store/sample-rows.js";
+import { type SampleCells, SampleRowsBuilder } from "../store/sample-rows.js";
 import {
   type EntityKey,
   type EntityUpsert,
   type EventInput,
-  type MessageKey,
   type Store,
   StoreDataError,
 } from "../store/store.js";
-import { isCanonicalJson } from "./canonical-json.js";
+import {
+  type Checked,
+  CheckedPart,
+  type CheckedTextDelivery,
+  checkInto,
+  entityKeyText,
+  type MetricsRow,
+  type Rejection,
+} from "./check-message.js";
 import { entityAttributes, type ProbeInfo, userAttributesOf } from "./entity-attributes.js";
 
-/** A cell value that is a plain decimal number (no blanks, units, hex or Infinity). */
-const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
-
-/** The numeric value of a published cell, or null when it is not a number. */
-export function numericValue(text: string): number | null {
-  const trimmed = text.trim();
-  if (!NUMBER.test(trimmed)) return null;
-  const value = Number(trimmed);
-  return Number.isFinite(value) ? value : null;
-}
+export {
+  CheckedPart,
+  type CheckedTextDelivery,
+  messageKey,
+  numericValue,
+  type Rejection,
+  wellFormedJsonText,
+} from "./check-message.js";
 
 /** The `at` of an entity the hub creates from metrics alone: older than any real update. */
 const EPOCH_START = new Date(0).toISOString();
 
-const entityKeyText = (key: EntityKey): string => JSON.stringify([key.gateway, key.probe, key.managedEntity]);
 const probeKeyText = (gateway: string, probe: string): string => JSON.stringify([gateway, probe]);
 
 interface KnownEntity {
   readonly key: EntityKey;
   readonly user: Readonly<Record<string, string>>;
   readonly deleted: boolean;
-}
-
-/** One message rejected by the ingester: its index in the batch and why. */
-export interface Rejection {
-  readonly index: number;
-  readonly reason: string;
 }
 
 export interface IngestResult {
@@ -91,7 +84,7 @@ class BatchBuilder {
 }
 
 type Handlers = {
-  [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder, item: Checked) => void;
+  [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder) => void;
 };
 
 export interface IngesterOptions {
@@ -103,47 +96,6 @@ export interface IngesterOptions {
   readonly maxEntities?: number;
   /** Called with the seconds each committed store transaction took (self-metrics, issue 13). */
   readonly onCommit?: (seconds: number) => void;
-}
-
-/**
- * A delivery whose JSON text is known to hold no lone surrogate and no `\u` escape (backfill knows
- * the text it parsed): every string parsed from such text is well-formed, so the check skips its
- * walk over the message's strings. Without the mark every string is checked.
- */
-export interface CheckedTextDelivery extends Delivery {
-  readonly wellFormedText?: boolean;
-  /**
-   * The JSON text the message was parsed from, when it had one of its own (an NDJSON line). With
-   * `wellFormedText`, the digest of a message without an id is taken of it when it is canonical
-   * (see {@link messageKey}).
-   */
-  readonly text?: string;
-}
-
-/** Whether every string JSON.parse makes of `text` is well-formed: only a `\u` escape can add a lone surrogate. */
-export function wellFormedJsonText(text: string): boolean {
-  return !text.includes("\\u") && isWellFormed(text);
-}
-
-/**
- * Deliveries checked before they wait for the store (see {@link Ingester.ingest}), with the cells of
- * their headline and table messages made; {@link Ingester.check} adds a slice at a time.
- */
-export class CheckedPart {
-  readonly checked: Checked[] = [];
-  readonly rejected: Rejection[] = [];
-  readonly cells = new SampleCells();
-  /** Deliveries added so far: the index in the part of the next one. */
-  length = 0;
-}
-
-interface Checked {
-  readonly index: number;
-  readonly key: MessageKey;
-  readonly message: PublicV2Message;
-  /** The message's cells are `[start, end)` of {@link CheckedPart.cells} (none: equal). */
-  readonly start: number;
-  readonly end: number;
 }
 
 export class Ingester {
@@ -175,8 +127,9 @@ export class Ingester {
         message.data.timestamp,
       );
     },
-    headline: (message, batch, item) => this.metrics(message, batch, item),
-    table: (message, batch, item) => this.metrics(message, batch, item),
+    // An update comes as its row (check-message.ts, `Checked.row`); a delete stores nothing.
+    headline: () => undefined,
+    table: () => undefined,
     severity: (message, batch) => this.event(message, batch),
     snooze: (message, batch) => this.event(message, batch),
     userassignment: (message, batch) => this.event(message, batch),
@@ -239,7 +192,7 @@ export class Ingester {
    * {@link ingestChecked}. Indexes of rejections count from the part's first delivery.
    */
   check(deliveries: readonly CheckedTextDelivery[], part: CheckedPart = new CheckedPart()): CheckedPart {
-    prepare(deliveries, part);
+    checkInto(deliveries, part);
     return part;
   }
 
@@ -279,12 +232,12 @@ export class Ingester {
         items.forEach((item, i) => {
           if (isNew[i] !== true) return;
           fresh += 1;
-          const handle = this.handlers[item.message.type] as (
-            m: PublicV2Message,
-            b: BatchBuilder,
-            item: Checked,
-          ) => void;
-          handle(item.message, batch, item);
+          if (item.row !== undefined) {
+            this.metrics(item.row, batch, item);
+            return;
+          }
+          const handle = this.handlers[item.message.type] as (m: PublicV2Message, b: BatchBuilder) => void;
+          handle(item.message, batch);
         });
         this.checkEntityLimit(batch);
         await tx.write({
@@ -360,31 +313,23 @@ export class Ingester {
     });
   }
 
-  /** The row of a headline or table message, over the cells `prepare` made of it. */
-  private metrics(
-    message: MessageOf<"headline"> | MessageOf<"table">,
-    batch: BatchBuilder,
-    item: Checked,
-  ): void {
-    if (message.operation === "delete") return;
-    const { target, sampleTime } = message.data;
-    const text = entityKeyText(target);
+  /** The row of a headline or table update, over the cells checking made of it. */
+  private metrics(row: MetricsRow, batch: BatchBuilder, item: Checked): void {
+    const text = row.entityText;
     let key = batch.sampleEntities.get(text);
     if (key === undefined) {
-      key = { gateway: target.gateway, probe: target.probe, managedEntity: target.managedEntity };
+      key = { gateway: row.gateway, probe: row.probe, managedEntity: row.managedEntity };
       batch.sampleEntities.set(text, key);
     }
     if (!this.entities.has(text) && !batch.known.has(text)) {
       // Metrics for an entity the hub has not seen announced (e.g. a backfill of metrics only).
       if (this.probeInfo(batch, key.gateway, key.probe) === undefined)
-        batch.probes.set(probeKeyText(key.gateway, key.probe), { osType: target.filter.osType });
+        batch.probes.set(probeKeyText(key.gateway, key.probe), { osType: row.osType });
       // As old as can be: the managed entity's own message, whenever it arrives (batches may be
       // stored out of order after a retry or by several hubs), replaces these attributes.
       this.upsert(batch, key, {}, false, EPOCH_START);
     }
-    const at: EpochMs = asEpochMs(Date.parse(sampleTime));
-    const { sampler, type: samplerType, dataview } = target;
-    batch.rows.row(key, sampler, samplerType, dataview, target.row ?? "", at, item.start, item.end);
+    batch.rows.row(key, row.sampler, row.samplerType, row.dataview, row.row, row.at, item.start, item.end);
   }
 
   private event(
@@ -405,104 +350,6 @@ export class Ingester {
       payload: data as unknown as Readonly<Record<string, unknown>>,
     });
   }
-}
-
-/** Checks every delivery into `part` and gives each storable one its de-duplication key. */
-function prepare(deliveries: readonly CheckedTextDelivery[], part: CheckedPart): void {
-  const { rejected, checked, cells } = part;
-  const offset = part.length;
-  part.length += deliveries.length;
-  deliveries.forEach((delivery, i) => {
-    const index = offset + i;
-    const problem = check(delivery);
-    if (typeof problem === "string") {
-      rejected.push({ index, reason: problem });
-      return;
-    }
-    const start = cells.length;
-    if ((problem.type === "table" || problem.type === "headline") && problem.operation !== "delete") {
-      addCells(cells, problem.data.row);
-    }
-    checked.push({
-      index,
-      // The line's text only when it holds no `\u` escape (`wellFormedText`), as isCanonicalJson needs.
-      key: messageKey(delivery.id, problem, delivery.wellFormedText === true ? delivery.text : undefined),
-      message: problem,
-      start,
-      end: cells.length,
-    });
-  });
-}
-
-/**
- * The cells of one headline or table message, in its order: three array entries each, no object
- * (allocation is what a loaded hub spends its time on). A blank cell is no sample and creates no
- * series (issue 6: wide sparse dataviews).
- */
-function addCells(cells: SampleCells, row: Readonly<Record<string, string>>): void {
-  for (const column of Object.keys(row)) {
-    const value = row[column] as string;
-    if (value !== "") cells.cell(column, value, numericValue(value));
-  }
-}
-
-/** The message when it may be stored, otherwise why not. */
-function check(delivery: CheckedTextDelivery): PublicV2Message | string {
-  if (delivery.parseError !== undefined) return `not JSON: ${delivery.parseError}`;
-  const result = validateMessage(delivery.message);
-  if (!result.ok) return `not a public-v2 message: ${result.errors.join("; ")}`;
-  const bad = delivery.wellFormedText === true ? undefined : illFormedString(result.message);
-  if (bad !== undefined) return `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}`;
-  const time = unstorableTime(result.message);
-  if (time !== undefined) return time;
-  return result.message;
-}
-
-/**
- * Why the message's own time cannot be stored, if it cannot. RFC 3339 allows a leap second
- * (`…T23:59:60Z`) and the schema's date-time format accepts it, but stored times are UTC epoch
- * milliseconds, which have no 61st second. The message is rejected alone, with this reason, rather
- * than moved to another instant: values pass through as sent or not at all (issue 9; see
- * docs/hub-api.md). Only this message is refused; the rest of its batch is stored.
- */
-function unstorableTime(message: PublicV2Message): string | undefined {
-  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
-  const [field, text] =
-    typeof data.sampleTime === "string" ? ["sampleTime", data.sampleTime] : ["timestamp", data.timestamp];
-  if (typeof text !== "string" || Number.isFinite(Date.parse(text))) return undefined;
-  const leap = /T\d{2}:\d{2}:60/i.test(text);
-  return leap
-    ? `/data/${field}: '${text}' is a leap second, which vigil cannot store (times are UTC milliseconds); send 23:59:59.999 or the next second instead`
-    : `/data/${field}: '${text}' is not a time vigil can store`;
-}
-
-/** The JSON pointer of the first string (key or value) holding a lone surrogate, if any. */
-function illFormedString(value: unknown, path = ""): string | undefined {
-  if (typeof value === "string") return isWellFormed(value) ? undefined : path || "/";
-  if (typeof value !== "object" || value === null) return undefined;
-  for (const [key, inner] of Object.entries(value)) {
-    const at = `${path}/${key}`;
-    if (!isWellFormed(key)) return at;
-    const found = illFormedString(inner, at);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
-/**
- * The de-duplication key of a message: its gateway id, or a digest when it has none of that form:
- * the SHA-256 of `JSON.stringify(message)`. `text`, the JSON text the message was parsed from
- * (holding no `\u` escape), is hashed as it is when it is that very text (canonical-json.ts).
- */
-export function messageKey(id: string | undefined, message: PublicV2Message, text?: string): MessageKey {
-  if (id !== undefined) {
-    const parsed = parseMessageId(id);
-    if (parsed !== undefined) return { kind: "seq", origin: parsed.origin, seq: parsed.seq };
-    return { kind: "hash", hash: hash("sha256", `id:${id}`, "hex") };
-  }
-  const json = text !== undefined && isCanonicalJson(text, message) ? text : JSON.stringify(message);
-  // One-shot `crypto.hash` (Node ≥ 20.12): the same digest as a Hash object, at a third of its cost.
-  return { kind: "hash", hash: hash("sha256", json, "hex") };
 }
 
 function isStoreDataError(error: unknown): error is StoreDataError {

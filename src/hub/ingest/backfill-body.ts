@@ -1,0 +1,229 @@
+/**
+ * A backfill body (`POST /v0/messages`, DESIGN 5.1) read in slices and checked, in the backfill
+ * parser's worker thread (backfill-parser.ts): the body is split into messages (a JSON array, or
+ * one JSON value per non-blank line), each slice checked with the ingester's own code
+ * (check-message.ts), and the checked slice written in a compact form for the hub's thread —
+ * numbers in typed arrays (moved, not copied), each repeated name sent once — which
+ * {@link addSlice} turns back into the ingester's {@link CheckedPart}.
+ */
+import { VigilError } from "../../errors/catalog.js";
+import { asEpochMs } from "../../ids.js";
+import type { PublicV2Message } from "../../messages/types.js";
+import {
+  CheckedPart,
+  type CheckedTextDelivery,
+  checkInto,
+  type MetricsRow,
+  type Rejection,
+  wellFormedJsonText,
+} from "./check-message.js";
+
+/** Deliveries read from a body, and how many entries (array elements, or lines blank or not) are left. */
+export interface BodySlice {
+  readonly deliveries: CheckedTextDelivery[];
+  readonly left: number;
+}
+
+/**
+ * The body's messages as deliveries, in slices of at most `size`: a JSON array is parsed whole (it
+ * is one JSON text), NDJSON one slice at a time. A line that is not JSON is a delivery with its
+ * parse error, counted by its index among the non-blank lines. Each delivery is marked when its
+ * text proves its strings well-formed. Throws INVALID_MESSAGE (400) for a body that starts like a
+ * JSON array and is not one.
+ */
+export function* deliveryParts(text: string, size: number): Generator<BodySlice> {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith("[")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(trimmed);
+    } catch (error) {
+      throw new VigilError("INVALID_MESSAGE", {
+        detail: `The body starts like a JSON array but is not valid JSON (${(error as Error).message}).`,
+      });
+    }
+    if (!Array.isArray(parsed))
+      throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
+    const wellFormedText = wellFormedJsonText(trimmed);
+    for (let start = 0; start < parsed.length; start += size) {
+      const deliveries = parsed
+        .slice(start, start + size)
+        .map((message) => ({ id: undefined, message, wellFormedText }));
+      yield { deliveries, left: Math.max(0, parsed.length - start - size) };
+    }
+    return;
+  }
+  let part: CheckedTextDelivery[] = [];
+  const lines = text.split("\n");
+  if (lines[lines.length - 1]?.trim() === "") lines.pop(); // the usual final newline: no entry left
+  for (const [i, line] of lines.entries()) {
+    if (line.trim() === "") continue;
+    try {
+      const message: unknown = JSON.parse(line);
+      part.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
+    } catch (error) {
+      part.push({
+        id: undefined,
+        message: undefined,
+        parseError: `not valid JSON: ${(error as Error).message}`,
+      });
+    }
+    if (part.length === size) {
+      yield { deliveries: part, left: lines.length - i - 1 };
+      part = [];
+    }
+  }
+  if (part.length > 0) yield { deliveries: part, left: 0 };
+}
+
+/** Ints per checked message in {@link CheckedSlice.items}. */
+const ITEM_FIELDS = 13;
+/** Field offsets in an item; the names are indexes into {@link CheckedSlice.names}, −1 for none. */
+const F = {
+  index: 0,
+  start: 1,
+  end: 2,
+  /** Index into `others` when the message is not a row; −1 for a row. */
+  other: 3,
+  entityText: 4,
+  gateway: 5,
+  probe: 6,
+  managedEntity: 7,
+  osType: 8,
+  sampler: 9,
+  samplerType: 10,
+  dataview: 11,
+  row: 12,
+} as const;
+
+/**
+ * A slice of a body, checked: what {@link CheckedPart} holds, with indexes counted from the
+ * slice's first delivery and cells from its first cell. Structured-clone friendly.
+ */
+export interface CheckedSlice {
+  /** Deliveries in the slice. */
+  readonly count: number;
+  /** Entries of the body after the slice. */
+  readonly left: number;
+  readonly rejected: Rejection[];
+  /** Every name the slice's rows and cells use, once each. */
+  readonly names: string[];
+  /** ITEM_FIELDS ints per checked message, in body order. */
+  readonly items: Int32Array;
+  /** The time of each checked message that is a row (NaN for the others). */
+  readonly times: Float64Array;
+  /** The digest of each checked message (backfill messages have no id). */
+  readonly digests: string[];
+  /** The checked messages that are not rows, as they are. */
+  readonly others: PublicV2Message[];
+  /** Per cell: its column (index into `names`), its text and its number (NaN: none). */
+  readonly columns: Int32Array;
+  readonly texts: string[];
+  readonly values: Float64Array;
+}
+
+/** The buffers {@link CheckedSlice} holds, to move them rather than copy them to the other thread. */
+export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
+  [s.items, s.times, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
+
+/** Checks `slice` (check-message.ts) and writes the result as a {@link CheckedSlice}. */
+export function checkSlice(slice: BodySlice): CheckedSlice {
+  const part = new CheckedPart();
+  checkInto(slice.deliveries, part);
+  const names: string[] = [];
+  const numbers = new Map<string, number>();
+  const name = (text: string): number => {
+    let n = numbers.get(text);
+    if (n === undefined) {
+      n = names.length;
+      names.push(text);
+      numbers.set(text, n);
+    }
+    return n;
+  };
+  const items = new Int32Array(part.checked.length * ITEM_FIELDS).fill(-1);
+  const times = new Float64Array(part.checked.length).fill(Number.NaN);
+  const digests: string[] = [];
+  const others: PublicV2Message[] = [];
+  part.checked.forEach((item, i) => {
+    if (item.key.kind !== "hash") throw new Error("a backfill message has no id");
+    digests.push(item.key.hash);
+    const at = i * ITEM_FIELDS;
+    items[at + F.index] = item.index;
+    items[at + F.start] = item.start;
+    items[at + F.end] = item.end;
+    if (item.row === undefined) {
+      items[at + F.other] = others.length;
+      others.push(item.message);
+      return;
+    }
+    const r = item.row;
+    times[i] = r.at;
+    items[at + F.entityText] = name(r.entityText);
+    items[at + F.gateway] = name(r.gateway);
+    items[at + F.probe] = name(r.probe);
+    items[at + F.managedEntity] = name(r.managedEntity);
+    items[at + F.osType] = name(r.osType);
+    items[at + F.sampler] = name(r.sampler);
+    items[at + F.samplerType] = name(r.samplerType);
+    items[at + F.dataview] = name(r.dataview);
+    items[at + F.row] = name(r.row);
+  });
+  const { cells } = part;
+  const columns = new Int32Array(cells.length);
+  cells.columns.forEach((column, c) => {
+    columns[c] = name(column);
+  });
+  return {
+    count: part.length,
+    left: slice.left,
+    rejected: part.rejected,
+    names,
+    items,
+    times,
+    digests,
+    others,
+    columns,
+    texts: cells.texts,
+    values: Float64Array.from(cells.values),
+  };
+}
+
+/** Adds a {@link CheckedSlice} to `part`, as {@link checkInto} would have added its deliveries. */
+export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
+  const offset = part.length;
+  const cellOffset = part.cells.length;
+  const { names, items, times, digests, others } = slice;
+  const name = (n: number): string => names[n] as string;
+  for (let i = 0; i < digests.length; i++) {
+    const at = i * ITEM_FIELDS;
+    const index = offset + (items[at + F.index] as number);
+    const start = cellOffset + (items[at + F.start] as number);
+    const end = cellOffset + (items[at + F.end] as number);
+    const key = { kind: "hash", hash: digests[i] as string } as const;
+    const other = items[at + F.other] as number;
+    if (other >= 0) {
+      part.checked.push({ index, key, start, end, message: others[other] as PublicV2Message });
+      continue;
+    }
+    const row: MetricsRow = {
+      entityText: name(items[at + F.entityText] as number),
+      gateway: name(items[at + F.gateway] as number),
+      probe: name(items[at + F.probe] as number),
+      managedEntity: name(items[at + F.managedEntity] as number),
+      osType: name(items[at + F.osType] as number),
+      sampler: name(items[at + F.sampler] as number),
+      samplerType: name(items[at + F.samplerType] as number),
+      dataview: name(items[at + F.dataview] as number),
+      row: name(items[at + F.row] as number),
+      at: asEpochMs(times[i] as number),
+    };
+    part.checked.push({ index, key, start, end, row });
+  }
+  for (const r of slice.rejected) part.rejected.push({ index: offset + r.index, reason: r.reason });
+  const { columns, texts, values } = slice;
+  for (let c = 0; c < texts.length; c++) {
+    part.cells.cell(name(columns[c] as number), texts[c] as string, values[c] as number);
+  }
+  part.length += slice.count;
+}
