@@ -22,44 +22,101 @@ const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "latin1");
 const FIXED_ROW_BYTES = 2 + (4 + 4) + (4 + 8) + (4 + 8) + 4;
 const TWO_32 = 2 ** 32;
 
+/**
+ * The order in which the cells of `cells` are copied: by series id, cells of one series in the
+ * order they came (a stable sort), with each cell's time. Each sample adds an entry to the
+ * `(series_id, ts_ms)` index; in series order a series' entries go into its leaf page one after
+ * another, while in arrival order (a row's cells are different series) every entry lands on another
+ * page of the whole index. Measured (issue 9): PostgreSQL's CPU per sample stayed at 3.5–4.5 µs as
+ * the index grew instead of rising from 3 to 5.5 µs, and to 5.7 µs instead of 9.3 µs in the round
+ * after a checkpoint, when every page first touched is written whole to the WAL. A counting sort
+ * when the ids span at most four times the cells (the usual case), a comparison sort otherwise.
+ */
+export function copyOrder(
+  cells: SampleRows,
+  ids: ArrayLike<number>,
+): { order: Uint32Array; times: Float64Array } {
+  let n = 0;
+  for (const row of cells.rows) n += row.end - row.start;
+  const arrival = new Uint32Array(n);
+  const arrivalTimes = new Float64Array(n);
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  let k = 0;
+  for (const row of cells.rows) {
+    for (let c = row.start; c < row.end; c++) {
+      const id = ids[c] as number;
+      if (id < min) min = id;
+      if (id > max) max = id;
+      arrival[k] = c;
+      arrivalTimes[k] = row.at;
+      k += 1;
+    }
+  }
+  if (n === 0) return { order: arrival, times: arrivalTimes };
+  const order = new Uint32Array(n);
+  const times = new Float64Array(n);
+  if (max - min + 1 <= 4 * n) {
+    // Counting sort: the first position of each id, then every cell in arrival order.
+    const next = new Uint32Array(max - min + 2);
+    for (let i = 0; i < n; i++) (next[(ids[arrival[i] as number] as number) - min + 1] as number)++;
+    for (let v = 1; v < next.length; v++) next[v] = (next[v] as number) + (next[v - 1] as number);
+    for (let i = 0; i < n; i++) {
+      const at = (next[(ids[arrival[i] as number] as number) - min] as number)++;
+      order[at] = arrival[i] as number;
+      times[at] = arrivalTimes[i] as number;
+    }
+    return { order, times };
+  }
+  const positions = Array.from({ length: n }, (_, i) => i);
+  positions.sort(
+    (a, b) => (ids[arrival[a] as number] as number) - (ids[arrival[b] as number] as number) || a - b,
+  );
+  positions.forEach((p, i) => {
+    order[i] = arrival[p] as number;
+    times[i] = arrivalTimes[p] as number;
+  });
+  return { order, times };
+}
+
 function* chunks(cells: SampleRows, ids: ArrayLike<number>): Generator<Buffer> {
   const header = Buffer.alloc(SIGNATURE.length + 8);
   SIGNATURE.copy(header);
   yield header;
   const { texts, values } = cells;
+  const { order, times } = copyOrder(cells, ids);
   let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   let at = 0;
-  for (const row of cells.rows) {
+  for (let i = 0; i < order.length; i++) {
+    const c = order[i] as number;
     // int8 as two 32-bit halves: no BigInt per row (|ms| < 2^53, so the halves are exact).
-    const ms = row.at;
+    const ms = times[i] as number;
     const high = Math.floor(ms / TWO_32);
     const low = ms - high * TWO_32;
-    for (let c = row.start; c < row.end; c++) {
-      const text = texts[c] as string;
-      // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-      const need = FIXED_ROW_BYTES + text.length * 3;
-      if (at + need > buffer.length) {
-        if (at > 0) yield buffer.subarray(0, at);
-        buffer = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, need));
-        at = 0;
-      }
-      at = buffer.writeInt16BE(4, at);
-      at = buffer.writeInt32BE(4, at);
-      at = buffer.writeInt32BE(ids[c] as number, at);
-      at = buffer.writeInt32BE(8, at);
-      at = buffer.writeInt32BE(high, at);
-      at = buffer.writeUInt32BE(low, at);
-      // Only finite numbers aggregate (NaN marks text that is none); the rest is NULL.
-      const value = values[c] as number;
-      if (!Number.isFinite(value)) at = buffer.writeInt32BE(-1, at);
-      else {
-        at = buffer.writeInt32BE(8, at);
-        at = buffer.writeDoubleBE(value, at);
-      }
-      const length = buffer.write(text, at + 4, "utf8");
-      buffer.writeInt32BE(length, at);
-      at += 4 + length;
+    const text = texts[c] as string;
+    // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+    const need = FIXED_ROW_BYTES + text.length * 3;
+    if (at + need > buffer.length) {
+      if (at > 0) yield buffer.subarray(0, at);
+      buffer = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, need));
+      at = 0;
     }
+    at = buffer.writeInt16BE(4, at);
+    at = buffer.writeInt32BE(4, at);
+    at = buffer.writeInt32BE(ids[c] as number, at);
+    at = buffer.writeInt32BE(8, at);
+    at = buffer.writeInt32BE(high, at);
+    at = buffer.writeUInt32BE(low, at);
+    // Only finite numbers aggregate (NaN marks text that is none); the rest is NULL.
+    const value = values[c] as number;
+    if (!Number.isFinite(value)) at = buffer.writeInt32BE(-1, at);
+    else {
+      at = buffer.writeInt32BE(8, at);
+      at = buffer.writeDoubleBE(value, at);
+    }
+    const length = buffer.write(text, at + 4, "utf8");
+    buffer.writeInt32BE(length, at);
+    at += 4 + length;
   }
   const trailer = Buffer.alloc(2);
   trailer.writeInt16BE(-1);
