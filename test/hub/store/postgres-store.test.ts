@@ -74,6 +74,8 @@ if (!reachable) {
       await first.close();
       // Back to what version 1 made.
       await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
+      await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
+      await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
       await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > 1`);
       const brin = async () =>
         (
@@ -89,6 +91,40 @@ if (!reachable) {
       await upgraded.migrate();
       await upgraded.close();
       assert.deepEqual(await brin(), ["samples_ts_brin"]);
+    });
+
+    it("a database at version 2 keeps its message hashes as digests: those messages stay claimed", async () => {
+      const fresh = await db.freshUrl();
+      const schema = new URL(fresh).searchParams.get("search_path");
+      const first = await createPostgresStore({ url: fresh });
+      await first.migrate();
+      await first.close();
+      // Back to what version 2 made, with two hashes stored: a SHA-256 and a text of another form.
+      const sha = "0123456789abcdef".repeat(4);
+      const other = "id:not-a-digest ü";
+      await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
+      await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
+      await db.sql.unsafe(`INSERT INTO ${schema}.message_hashes VALUES ($1), ($2)`, [sha, other]);
+      await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > 2`);
+      const upgraded = await createPostgresStore({ url: fresh });
+      await upgraded.migrate();
+      const tables = await db.sql.unsafe(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'message_%' ORDER BY 1`,
+        [schema],
+      );
+      assert.deepEqual(
+        tables.map((t) => t.table_name),
+        ["message_digests", "message_origins", "message_ranges"],
+      );
+      const claimed = await upgraded.transaction((tx) =>
+        tx.claim([
+          { kind: "hash", hash: sha },
+          { kind: "hash", hash: other },
+          { kind: "hash", hash: "f".repeat(64) },
+        ]),
+      );
+      assert.deepEqual(claimed, [false, false, true]);
+      await upgraded.close();
     });
 
     it("samples go into weekly partitions created on demand", async () => {

@@ -5,9 +5,9 @@
  * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost one
  * statement: an insert that skips the known digests and returns the new ones.
  */
-import { hash } from "node:crypto";
 import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { checkMessageKey } from "../data-checks.js";
+import { digestHex } from "../message-digest.js";
 import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { toNumber } from "./duckdb-append.js";
@@ -21,16 +21,10 @@ const SEQS = LIST(BIGINT);
  */
 const DIGESTS_FROM_TEXT = "CAST(unnest(string_split($digests, ',')) AS HUGEINT)";
 const digestText = (digests: Iterable<bigint>): { digests: string } => ({ digests: [...digests].join(",") });
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-/**
- * The stored form of a hash key: the first 128 bits of the SHA-256 the key names (its 64 hex
- * digits, as the ingester makes them; any other text is hashed first), as a signed 128-bit integer
- * (DuckDB's HUGEINT). 128 bits keep collisions out of reach (about 1 in 10^20 at 10^9 messages).
- */
+/** The stored form of a hash key (message-digest.ts) as a signed 128-bit integer (DuckDB's HUGEINT). */
 export function digestOf(key: string): bigint {
-  const hex = SHA256_HEX.test(key) ? key : hash("sha256", key, "hex");
-  return BigInt.asIntN(128, BigInt(`0x${hex.slice(0, 32)}`));
+  return BigInt.asIntN(128, BigInt(`0x${digestHex(key)}`));
 }
 
 /**

@@ -6,11 +6,13 @@
  * order so two hubs never wait on each other in a cycle), then reads the runs that touch the seqs,
  * plans with `planSeqClaim` and writes the changes. A second hub claiming the same origin waits at
  * the lock until the first commits or rolls back, then reads the runs as committed: each seq is new
- * for exactly one of them. Hash keys: an insert that skips stored hashes and returns the new ones;
- * the primary key makes a concurrent insert of the same hash wait for the first and then skip it.
+ * for exactly one of them. Hash keys: an insert of their digests (message-digest.ts) that skips
+ * stored ones and returns the new ones; the primary key makes a concurrent insert of the same
+ * digest wait for the first and then skip it.
  */
 import type { TransactionSql } from "postgres";
 import { checkMessageKey } from "../data-checks.js";
+import { digestHex } from "../message-digest.js";
 import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { checkNoNul } from "./postgres-checks.js";
@@ -111,12 +113,14 @@ async function claimHashes(
   hashes: readonly { index: number; hash: string }[],
   fresh: boolean[],
 ): Promise<void> {
-  const distinct = [...new Set(hashes.map((h) => h.hash))].sort(byCodePoint);
-  const inserted = await sql<{ hash: string }[]>`
-    INSERT INTO message_hashes SELECT h FROM unnest(${distinct}::text[]) AS h
-    ON CONFLICT DO NOTHING RETURNING hash`;
-  const added = new Set(inserted.map((r) => r.hash));
-  for (const { index, hash } of hashes) {
-    if (added.delete(hash)) fresh[index] = true;
-  }
+  const digests = hashes.map((h) => digestHex(h.hash));
+  // In order (uuid order is the hex digits' order), so the inserts walk the index one way.
+  const distinct = [...new Set(digests)].sort(byCodePoint);
+  const inserted = await sql<{ digest: string }[]>`
+    INSERT INTO message_digests SELECT d FROM unnest(${distinct}::uuid[]) AS d
+    ON CONFLICT DO NOTHING RETURNING replace(digest::text, '-', '') AS digest`;
+  const added = new Set(inserted.map((r) => r.digest));
+  digests.forEach((digest, i) => {
+    if (added.delete(digest)) fresh[(hashes[i] as { index: number }).index] = true;
+  });
 }

@@ -20,8 +20,9 @@
  *   included), not `jsonb`, so both stores return them alike.
  * - Message ids: `message_origins` holds one row per gateway run that a claim locks (`FOR
  *   UPDATE`), so two hubs claiming seqs of one origin take turns, and `message_ranges` the runs of
- *   seqs (src/hub/store/seq-ranges.ts); hashes are rows of `message_hashes`, whose primary key
- *   makes a concurrent duplicate wait for the first writer's commit and then lose.
+ *   seqs (src/hub/store/seq-ranges.ts); hashes are rows of `message_digests` (a uuid of the first
+ *   128 bits, since version 3), whose primary key makes a concurrent duplicate wait for the first
+ *   writer's commit and then lose.
  */
 
 /** One schema change; `statements` run in order inside the migration transaction. */
@@ -113,6 +114,23 @@ export const MIGRATIONS: readonly Migration[] = [
       // of the whole partition — the two halves of a split metric query each read their half.
       // Summarised as ranges fill (autosummarize); ranges not yet summarised are always read.
       "CREATE INDEX samples_ts_brin ON samples USING brin (ts_ms) WITH (pages_per_range = 32, autosummarize = on)",
+    ],
+  },
+  {
+    version: 3,
+    name: "message digests as uuid",
+    statements: [
+      // A hash key is kept as the first 128 bits of its SHA-256 (message-digest.ts), 16 bytes in a
+      // uuid, instead of its 64-character hex text: the primary key every backfill claim inserts
+      // into is a third of the size, and a 10,000-message claim a third faster (issue 9). The
+      // stored hashes are converted as message-digest.ts converts a key: 64 hex digits are cut to
+      // 32, any other text is hashed first.
+      "CREATE TABLE message_digests (digest uuid PRIMARY KEY)",
+      `INSERT INTO message_digests
+         SELECT DISTINCT (CASE WHEN hash ~ '^[0-9a-f]{64}$' THEN left(hash, 32)
+                               ELSE left(encode(sha256(convert_to(hash, 'UTF8')), 'hex'), 32) END)::uuid
+         FROM message_hashes`,
+      "DROP TABLE message_hashes",
     ],
   },
 ];
