@@ -19,7 +19,8 @@ import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS, TIMESTAMPTZ } 
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
-import { RecencyCache } from "../recency-cache.js";
+import type { RecencyCache } from "../recency-cache.js";
+import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
 import { SerialQueue } from "../serial-queue.js";
 import type {
   EntityRecord,
@@ -129,7 +130,7 @@ class DuckDbStore implements Store {
   private readonly maintainer: DuckDBConnection;
   /** Every entity (entities are few; see StoreCaches). */
   private entities = new Map<string, EntityState>();
-  private readonly series: RecencyCache<string, ReadonlyMap<string, number>>;
+  private readonly series: RecencyCache<string, RowSeries>;
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
@@ -157,7 +158,7 @@ class DuckDbStore implements Store {
     this.pinger = connections.pinger;
     this.maintainer = connections.maintainer;
     // By row of series, weighing the row's columns: the bound stays one of series.
-    this.series = new RecencyCache(seriesCacheEntries, (columns) => columns.size);
+    this.series = rowSeriesCache(seriesCacheEntries);
   }
 
   migrate(): Promise<void> {
@@ -462,16 +463,7 @@ class DuckDbStore implements Store {
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PendingChanges): void {
     for (const [k, v] of pending.entities) this.entities.set(k, v);
-    for (const [rowKey, columns] of pending.series) {
-      const cached = this.series.get(rowKey);
-      if (cached === undefined) this.series.set(rowKey, columns);
-      else {
-        // Set again, so the cache counts the row's new weight.
-        const merged = new Map(cached);
-        for (const [column, id] of columns) merged.set(column, id);
-        this.series.set(rowKey, merged);
-      }
-    }
+    applyRowSeries(this.series, pending.series);
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);
     const span = pending.span;
     if (span === null) return;

@@ -27,6 +27,7 @@ import {
 } from "../data-checks.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
+import { rowSeriesOf } from "../row-series.js";
 import { sampleRowsOf } from "../sample-rows.js";
 import {
   type EntityKey,
@@ -460,12 +461,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
 
   /** This transaction's own series ids of the row `rowKey` (made when missing). */
   private pendingRow(rowKey: string): Map<string, number> {
-    let row = this.pending.series.get(rowKey);
-    if (row === undefined) {
-      row = new Map();
-      this.pending.series.set(rowKey, row);
-    }
-    return row;
+    return rowSeriesOf(this.pending.series, rowKey);
   }
 
   /** Gives the new slots ids and bulk-inserts them; records every resolved id as pending. */

@@ -18,7 +18,8 @@ import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
-import { RecencyCache } from "../recency-cache.js";
+import type { RecencyCache } from "../recency-cache.js";
+import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
 import { SerialQueue } from "../serial-queue.js";
 import type {
   EntityRecord,
@@ -95,7 +96,7 @@ class PostgresStore implements Store {
   readonly kind = "postgres";
   private readonly writes = new SerialQueue();
   private entities = new Map<string, EntityId>();
-  private readonly series: RecencyCache<string, number>;
+  private readonly series: RecencyCache<string, RowSeries>;
   private partitions = new Set<number>();
   private cachesLoaded = false;
   /** Zone names PostgreSQL knows; read once, on the first query with a named zone. */
@@ -107,7 +108,8 @@ class PostgresStore implements Store {
     private readonly maxSeriesPerEntity: number,
     seriesCacheEntries: number,
   ) {
-    this.series = new RecencyCache(seriesCacheEntries);
+    // By row of series, weighing the row's columns: the bound stays one of series.
+    this.series = rowSeriesCache(seriesCacheEntries);
   }
 
   migrate(): Promise<void> {
@@ -346,7 +348,7 @@ class PostgresStore implements Store {
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PgPending): void {
     for (const [k, v] of pending.entities) this.entities.set(k, v);
-    for (const [k, v] of pending.series) this.series.set(k, v);
+    applyRowSeries(this.series, pending.series);
     for (const w of pending.partitions) this.partitions.add(w);
   }
 }

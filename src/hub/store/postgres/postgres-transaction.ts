@@ -23,6 +23,7 @@ import { asEntityId, type EntityId } from "../../../ids.js";
 import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
+import { type RowSeries, rowSeriesOf } from "../row-series.js";
 import { sampleRowsOf } from "../sample-rows.js";
 import {
   type EntityKey,
@@ -46,8 +47,11 @@ import { createPartitions, createPartitionsInTransaction, weekOf } from "./postg
 export interface PgCaches {
   /** Entity ids by {@link entityKeyString}: entities are few, and their ids never change. */
   readonly entities: ReadonlyMap<string, EntityId>;
-  /** Series ids by {@link seriesKeyString}, bounded; a miss is looked up in the database. */
-  readonly series: RecencyCache<string, number>;
+  /**
+   * Series ids by row (the row's {@link seriesPrefix}), then column (row-series.ts), bounded; a
+   * miss is looked up in the database.
+   */
+  readonly series: RecencyCache<string, RowSeries>;
   /** Weeks whose `samples` partition exists. */
   readonly partitions: ReadonlySet<number>;
 }
@@ -55,7 +59,8 @@ export interface PgCaches {
 /** What a transaction learnt, applied to {@link PgCaches} once it commits. */
 export interface PgPending {
   readonly entities: Map<string, EntityId>;
-  readonly series: Map<string, number>;
+  /** By row, then column, as in {@link PgCaches.series}. */
+  readonly series: Map<string, Map<string, number>>;
   readonly partitions: Set<number>;
 }
 
@@ -84,6 +89,8 @@ const isDataException = (error: unknown): error is PostgresError =>
 interface SeriesSlot {
   readonly entityId: EntityId;
   readonly entity: EntityKey;
+  /** The row's key in the caches ({@link seriesPrefix}). */
+  readonly rowKey: string;
   readonly cacheKey: string;
   readonly series: SeriesKey;
   id: number | undefined;
@@ -164,7 +171,10 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       throw error;
     }
     for (const [k, v] of local.entities) this.pending.entities.set(k, v);
-    for (const [k, v] of local.series) this.pending.series.set(k, v);
+    for (const [rowKey, columns] of local.series) {
+      const row = rowSeriesOf(this.pending.series, rowKey);
+      for (const [column, id] of columns) row.set(column, id);
+    }
   }
 
   /**
@@ -277,16 +287,19 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
         entityId = this.entityId(entityKeyString(r.entity), local);
       }
       if (entityId === undefined) throw new Error("internal: a sample's entity has no id");
-      const prefix = seriesPrefix(entityId, r);
+      // The row's key once, then a lookup of each cell's column: no key text per cell (issue 9).
+      const rowKey = seriesPrefix(entityId, r);
+      const mine = local.series.size === 0 ? undefined : local.series.get(rowKey);
+      const pending = this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
+      const cached = this.caches.series.get(rowKey);
       for (let c = r.start; c < r.end; c++) {
         const column = columns[c] as string;
-        const cacheKey = seriesKeyOf(prefix, column);
-        const hit =
-          local.series.get(cacheKey) ?? this.pending.series.get(cacheKey) ?? this.caches.series.get(cacheKey);
+        const hit = mine?.get(column) ?? pending?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {
           ids[c] = hit;
           continue;
         }
+        const cacheKey = seriesKeyOf(rowKey, column);
         let slot = slotOf.get(cacheKey);
         if (slot === undefined) {
           const series = {
@@ -296,7 +309,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
             row: r.row,
             column,
           };
-          slot = { entityId, entity: r.entity, cacheKey, series, id: undefined };
+          slot = { entityId, entity: r.entity, rowKey, cacheKey, series, id: undefined };
           slotOf.set(cacheKey, slot);
           slots.push(slot);
         }
@@ -313,7 +326,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       }
       for (const slot of slots) {
         if (slot.id === undefined) throw new Error("internal: a series has no id after its insert");
-        local.series.set(slot.cacheKey, slot.id);
+        rowSeriesOf(local.series, slot.rowKey).set(slot.series.column, slot.id);
       }
       missCells.forEach((c, m) => {
         ids[c] = (missSlots[m] as SeriesSlot).id as number;
