@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { partitionName, weekOf } from "../../../src/hub/store/postgres/postgres-partitions.js";
 import { MIGRATIONS } from "../../../src/hub/store/postgres/postgres-schema.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
@@ -128,13 +129,58 @@ if (!reachable) {
     });
 
     it("samples go into weekly partitions created on demand", async () => {
-      const store = await createPostgresStore({ url: await db.freshUrl() });
+      const fresh = await db.freshUrl();
+      const schema = new URL(fresh).searchParams.get("search_path");
+      const store = await createPostgresStore({ url: fresh });
       await store.migrate();
       await store.ingest(batch("2024-05-01T10:00:00Z", 1));
       await store.ingest(batch("2024-05-08T10:00:00Z", 2));
       await store.ingest(batch("1900-01-01T00:00:00Z", 3));
       await store.ingest(batch("2024-05-02T10:00:00Z", 4));
+      // One batch over two weeks (COPY into `samples`, which routes each row).
+      await store.ingest({
+        ...batch("2024-05-09T10:00:00Z", 5),
+        samples: [...batch("2024-05-09T10:00:00Z", 5).samples, ...batch("2024-05-03T10:00:00Z", 6).samples],
+      });
       await store.close();
+      const rows = await db.sql.unsafe(
+        `SELECT c.relname AS partition, x.text FROM ${schema}.samples x JOIN pg_class c ON c.oid = x.tableoid ORDER BY x.ts_ms`,
+      );
+      const week = (iso: string) => partitionName(weekOf(Date.parse(iso)));
+      assert.deepEqual(
+        rows.map((r) => [r.partition, r.text]),
+        [
+          [week("1900-01-01T00:00:00Z"), "3"],
+          [week("2024-05-01T10:00:00Z"), "1"],
+          [week("2024-05-02T10:00:00Z"), "4"],
+          [week("2024-05-03T10:00:00Z"), "6"],
+          [week("2024-05-08T10:00:00Z"), "2"],
+          [week("2024-05-09T10:00:00Z"), "5"],
+        ],
+      );
+      assert.notEqual(week("2024-05-02T10:00:00Z"), week("2024-05-08T10:00:00Z"));
+    });
+
+    it("a week's partition dropped behind a store's cache fails one write; the retry recreates it", async () => {
+      const shared = await db.freshUrl();
+      const a = await createPostgresStore({ url: shared });
+      const b = await createPostgresStore({ url: shared });
+      await a.migrate();
+      await b.ingest(batch("2024-05-01T10:00:00Z", 1)); // b now knows the week's partition
+      assert.deepEqual(await a.deleteBefore(asEpochMs(Date.parse("2024-06-01T00:00:00Z"))), {
+        samples: 1,
+        events: 0,
+      });
+      await assert.rejects(b.ingest(batch("2024-05-01T10:00:01Z", 2)), { code: "42P01" });
+      await b.ingest(batch("2024-05-01T10:00:01Z", 2));
+      const schema = new URL(shared).searchParams.get("search_path");
+      const texts = await db.sql.unsafe(`SELECT text FROM ${schema}.samples ORDER BY ts_ms`);
+      assert.deepEqual(
+        texts.map((r) => r.text),
+        ["2"],
+      );
+      await a.close();
+      await b.close();
     });
 
     it("two stores on one database write one entity and one series once, and each sees the other's", async () => {

@@ -166,9 +166,11 @@ class PostgresStore implements Store {
         if (tx !== undefined) this.apply(tx.pending);
         return result as T;
       } catch (error) {
-        // "no partition of relation … found for row": a partition was dropped (retention) behind
-        // the cache; read the catalog again before the retry.
-        if ((error as { code?: unknown }).code === "23514") this.cachesLoaded = false;
+        // "no partition of relation … found for row", or the week's partition that a COPY names
+        // does not exist: a partition was dropped (retention) behind the cache; read the catalog
+        // again before the retry.
+        const code = (error as { code?: unknown }).code;
+        if (code === "23514" || code === "42P01") this.cachesLoaded = false;
         throw error;
       }
     });
