@@ -7,9 +7,9 @@
  * Hand-offs (DESIGN 1): the body is moved to the worker, not copied; each slice comes back only
  * when asked for, and at most {@link SLICES_AHEAD} are asked for ahead of the one being used, so a
  * body of any size holds a bounded number of parsed slices at once. The worker is started with
- * the first backfill and stopped with the hub. If it stops (a bug), every body it was
- * reading fails with 503 (the client sends it again; nothing is stored twice), the failure is
- * logged, and the next backfill starts a new worker.
+ * the first backfill and stopped with the hub. If it stops (a bug), every body it was reading
+ * fails with 503 (the client sends it again; nothing is stored twice), the failure is logged, and
+ * the next backfill starts a new worker.
  */
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,7 +60,8 @@ export class BackfillParser {
    * The checked slices of `body` (at most `size` messages each), in order. The body's buffer is
    * moved to the worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a
    * body that starts like a JSON array and is not one, SERVICE_UNAVAILABLE (503) when the worker
-   * stops, and a plain error (500) when checking throws. Breaking out of the loop tells the worker to drop the body.
+   * stops, and a plain error (500) when checking throws. Breaking out of the loop tells the worker
+   * to drop the body.
    */
   async *slices(body: Uint8Array, size: number): AsyncGenerator<CheckedSlice> {
     const worker = this.start();

@@ -1,10 +1,12 @@
 /**
  * The PostgreSQL client's own sockets (src/hub/store/postgres/postgres-socket.ts): a store opened on
  * a URL connects through them and works (its queries and COPY run on them); a multi-host URL skips a
- * host that refuses and uses the next; no reachable host is the last host's error. The point of the
+ * host that refuses and uses the next; no reachable host is the last host's error, on its socket; a
+ * store whose server refuses rejects each query with the refusal (it hung before). The point of the
  * module, TCP_NODELAY, is measured by `npm run bench -- store-query` (PostgreSQL backfill), not here.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { noDelaySocket } from "../../../src/hub/store/postgres/postgres-socket.js";
@@ -56,12 +58,44 @@ describe("the PostgreSQL client's sockets", { skip: reachable ? false : PG_SKIP 
     }
   });
 
-  test("the first host that accepts is used; none accepting is the last refusal", async () => {
+  test("the first host that accepts is used; none accepting is the last refusal, on the socket", async () => {
     const refused = await closedPort();
     const socket = await noDelaySocket({ host: ["127.0.0.1", "127.0.0.1"], port: [refused, 5432] });
+    if (socket.connecting) await once(socket, "connect"); // the last host comes back connecting
     assert.equal(socket.remotePort, 5432);
+    // A host before the last is tried to the end: the one that accepts comes back connected.
+    const first = await noDelaySocket({ host: ["127.0.0.1", "127.0.0.1"], port: [5432, refused] });
+    assert.equal(first.remotePort, 5432);
+    first.destroy();
     socket.destroy();
-    await assert.rejects(noDelaySocket({ host: ["127.0.0.1"], port: [refused] }), /ECONNREFUSED/);
-    await assert.rejects(noDelaySocket({ host: [], port: [] }), /names no host/);
+    // Never a rejected factory (see postgres-socket.ts): the refusal is the socket's error event.
+    const last = await noDelaySocket({ host: ["127.0.0.1"], port: [refused] });
+    const [refusal] = (await once(last, "error")) as [Error];
+    assert.match(refusal.message, /ECONNREFUSED/);
+    const none = await noDelaySocket({ host: [], port: [] });
+    const [noHost] = (await once(none, "error")) as [Error];
+    assert.match(noHost.message, /names no host/);
+  });
+
+  test("a store whose server refuses answers each query with the refusal, again and again", async () => {
+    const refused = await closedPort();
+    const store = await createPostgresStore({ url: `postgres://postgres@127.0.0.1:${refused}/none` });
+    try {
+      for (let round = 0; round < 2; round += 1) {
+        // Bounded: with a rejected socket factory these never settled (and the next write crashed).
+        const outcomes = await Promise.race([
+          Promise.allSettled(Array.from({ length: 10 }, () => store.ping())),
+          new Promise<never>((_, reject) =>
+            setTimeout(() => reject(new Error("the queries did not settle within 20 s")), 20_000).unref(),
+          ),
+        ]);
+        for (const outcome of outcomes) {
+          assert.equal(outcome.status, "rejected");
+          assert.match(String((outcome as PromiseRejectedResult).reason), /ECONNREFUSED/);
+        }
+      }
+    } finally {
+      await store.close();
+    }
   });
 });
