@@ -67,17 +67,22 @@ if (!reachable) {
       await Promise.all(stores.map((s) => s.close()));
     });
 
-    it("a database at version 1 gains the block-range index of sample times", async () => {
-      const fresh = await db.freshUrl();
-      const schema = new URL(fresh).searchParams.get("search_path");
-      const first = await createPostgresStore({ url: fresh });
+    /** A fresh schema migrated to the newest version, then taken back to what `version` made. */
+    const atVersion = async (version: 1 | 2): Promise<{ url: string; schema: string | null }> => {
+      const url = await db.freshUrl();
+      const schema = new URL(url).searchParams.get("search_path");
+      const first = await createPostgresStore({ url });
       await first.migrate();
       await first.close();
-      // Back to what version 1 made.
-      await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
+      if (version < 2) await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
       await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
       await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
-      await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > 1`);
+      await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > ${version}`);
+      return { url, schema };
+    };
+
+    it("a database at version 1 gains the block-range index of sample times", async () => {
+      const { url: fresh, schema } = await atVersion(1);
       const brin = async () =>
         (
           await db.sql.unsafe(
@@ -95,18 +100,11 @@ if (!reachable) {
     });
 
     it("a database at version 2 keeps its message hashes as digests: those messages stay claimed", async () => {
-      const fresh = await db.freshUrl();
-      const schema = new URL(fresh).searchParams.get("search_path");
-      const first = await createPostgresStore({ url: fresh });
-      await first.migrate();
-      await first.close();
-      // Back to what version 2 made, with two hashes stored: a SHA-256 and a text of another form.
+      const { url: fresh, schema } = await atVersion(2);
+      // Two hashes stored by version 2: a SHA-256 and a text of another form.
       const sha = "0123456789abcdef".repeat(4);
       const other = "id:not-a-digest ü";
-      await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
-      await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
       await db.sql.unsafe(`INSERT INTO ${schema}.message_hashes VALUES ($1), ($2)`, [sha, other]);
-      await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > 2`);
       const upgraded = await createPostgresStore({ url: fresh });
       await upgraded.migrate();
       const tables = await db.sql.unsafe(
