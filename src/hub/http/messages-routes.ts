@@ -44,9 +44,9 @@ const IN_FLIGHT_PARTS = 3;
  * each). The backfill parser's worker thread parses and checks the body a slice at a time
  * (backfill-parser.ts); the hub's thread adds each slice to the part it builds, with a turn of the
  * event loop between slices, so the store's callbacks run promptly and it claims and commits parts
- * while the next is parsed. A part is handed in as soon as it is parsed and checked, while up to IN_FLIGHT_PARTS − 1
- * before it are still committing, so the store goes from one commit to the next and parsing goes
- * on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts' messages and
+ * while the next is parsed. A part is handed in as soon as it is parsed and checked, while up to
+ * IN_FLIGHT_PARTS − 1 before it are still committing, so the store goes from one commit to the next
+ * and parsing goes on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts' messages and
  * samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
  * of the body, so the store starts early and has little left once the body is parsed (issue 12:
  * the two ends of a body are where nothing overlaps the store's work). A store outage stops the
@@ -76,25 +76,31 @@ async function ingestInParts(
   };
   let part = new CheckedPart();
   let ramp = Math.min(size, SMALL_PART_MESSAGES);
-  for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size))) {
-    addSlice(part, slice);
-    const left = slice.left;
-    // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
-    // to a part at most) is committed in halves: the store starts on a body early and has little
-    // left to do once it is parsed — the two ends of a body, where nothing else overlaps the store.
-    const rest = part.length + left;
-    const last = rest <= size && rest >= SMALL_PART_MESSAGES;
-    const target = Math.min(ramp, last ? Math.ceil(rest / 2) : size);
-    if (part.length >= target) {
-      ramp = Math.min(size, 2 * ramp);
-      if (parts.length >= IN_FLIGHT_PARTS)
-        await parts[parts.length - IN_FLIGHT_PARTS]?.catch(() => undefined);
+  try {
+    for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size))) {
+      addSlice(part, slice);
+      // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
+      // to a part at most) is committed in halves: the store starts on a body early and has little
+      // left to do once it is parsed — the two ends of a body, where nothing overlaps the store.
+      const rest = part.length + slice.left;
+      const last = rest <= size && rest >= SMALL_PART_MESSAGES;
+      const target = Math.min(ramp, last ? Math.ceil(rest / 2) : size);
+      if (part.length >= target) {
+        ramp = Math.min(size, 2 * ramp);
+        if (parts.length >= IN_FLIGHT_PARTS)
+          await parts[parts.length - IN_FLIGHT_PARTS]?.catch(() => undefined);
+        if (failure !== undefined) break;
+        handIn(part);
+        part = new CheckedPart();
+      }
+      await nextTurn();
       if (failure !== undefined) break;
-      handIn(part);
-      part = new CheckedPart();
     }
-    await nextTurn();
-    if (failure !== undefined) break;
+  } catch (error) {
+    // The parser failed (its worker stopped): answer only once the parts handed in have settled,
+    // so no work of this request outlives its answer or its place among MAX_CONCURRENT_BACKFILLS.
+    await Promise.allSettled(parts);
+    throw error;
   }
   if (part.length > 0 && failure === undefined) handIn(part);
   const settled = await Promise.allSettled(parts);
