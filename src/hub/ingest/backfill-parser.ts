@@ -56,6 +56,13 @@ export class BackfillParser {
   private nextJob = 1;
   constructor(private readonly logger: ParserLogger) {}
 
+  /** Slices the worker has sent back and no body has used yet (at most SLICES_AHEAD per body). */
+  get buffered(): number {
+    let n = 0;
+    for (const job of this.jobs.values()) n += job.slices.length;
+    return n;
+  }
+
   /**
    * The checked slices of `body` (at most `size` messages each), in order. The body's buffer is
    * moved to the worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a

@@ -2,14 +2,15 @@
  * The backfill parser (issue 12): a body parsed and checked in the worker thread must make exactly
  * the part the hub's thread makes of it (check-message.ts run in place), for NDJSON and JSON array
  * bodies of every kind of message, good and bad: property over random bodies through a real worker.
- * Also: a body that starts like a JSON array and is not one is a 400; closing fails a body being
- * read with 503, and the next body gets a new worker.
+ * Also: the worker parses only the slices asked for (a bounded lead, whatever the body's size); a
+ * body that starts like a JSON array and is not one is a 400; closing fails a body being read with
+ * 503, and the next body gets a new worker.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import fc from "fast-check";
 import { addSlice, deliveryParts } from "../../../src/hub/ingest/backfill-body.js";
-import { BackfillParser } from "../../../src/hub/ingest/backfill-parser.js";
+import { BackfillParser, SLICES_AHEAD } from "../../../src/hub/ingest/backfill-parser.js";
 import { CheckedPart, checkInto } from "../../../src/hub/ingest/check-message.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 
@@ -163,6 +164,18 @@ describe("backfill parser", () => {
     await assert.rejects(viaWorker('[1]"', 10), { code: "INVALID_MESSAGE" });
     // The worker goes on with the next body.
     assert.equal((await viaWorker("{}", 10)).rejected.length, 1);
+  });
+
+  test("the worker parses only the slices asked for: at most SLICES_AHEAD wait, whatever the body's size", async () => {
+    const text = Array.from({ length: 400 }, () => "{}").join("\n");
+    const slices = parser.slices(new TextEncoder().encode(text), 1); // 400 slices of one message
+    const first = await slices.next();
+    assert.equal(first.done, false);
+    // Give the worker time to run ahead if it would; it must stop at the slices asked for.
+    for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(parser.buffered >= 1 && parser.buffered <= SLICES_AHEAD, `${parser.buffered} slices waiting`);
+    await slices.return(undefined); // a body given up: its slices are dropped
+    assert.equal(parser.buffered, 0);
   });
 
   test("closing the parser fails a body being read with 503; a later body starts a new worker", async () => {
