@@ -34,7 +34,7 @@ export class FileSink implements Sink {
       await handle.datasync();
       this.goodSize += Buffer.byteLength(text, "utf8");
     } catch (error) {
-      // Cut back any partial write; if even that fails, reopen next time and measure again.
+      // Cut back any partial write; if even that fails, reopen next time and cut it back then.
       await handle.truncate(this.goodSize).catch(() => this.reset());
       throw error;
     }
@@ -51,7 +51,10 @@ export class FileSink implements Sink {
     await mkdir(dirname(this.path), { recursive: true, mode: DIR_MODE });
     const handle = await open(this.path, "a", FILE_MODE);
     try {
-      this.goodSize = (await handle.stat()).size;
+      const size = (await handle.stat()).size;
+      // Reopened after a failed cut-back: what lies past the last whole batch is a partial write.
+      if (this.goodSize >= 0 && size > this.goodSize) await handle.truncate(this.goodSize);
+      else this.goodSize = size;
     } catch (error) {
       await handle.close();
       throw error;
