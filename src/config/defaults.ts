@@ -109,6 +109,11 @@ export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
  */
 export const BACKFILL_PART_MESSAGES = 5_000; // messages
 /**
+ * Worker threads that parse backfill bodies, at most (one per core the hub may use below that):
+ * slices of one body go to each in turn, so the store's next part is ready sooner (issue 12).
+ */
+export const BACKFILL_PARSE_WORKERS_MAX = 2;
+/**
  * Slow and idle clients (issue 10, docs/security.md): a request's headers must arrive within
  * HTTP_HEADERS_TIMEOUT_MS and the whole request within HTTP_REQUEST_TIMEOUT_MS (a 10 MiB body at
  * 2 Mbit/s takes 40 s), checked every HTTP_TIMEOUT_CHECK_MS; an idle keep-alive connection closes

@@ -41,7 +41,7 @@ const IN_FLIGHT_PARTS = 3;
 /**
  * Hands the body's messages to the ingester in parts of at most `size` (BACKFILL_PART_MESSAGES),
  * and resolves once every part is committed (the ingester commits parts in order, one transaction
- * each). The backfill parser's worker thread parses and checks the body a slice at a time
+ * each). The backfill parser's worker threads parse and check the body a slice at a time
  * (backfill-parser.ts); the hub's thread adds each slice to the part it builds, with a turn of the
  * event loop between slices, so the store's callbacks run promptly and it claims and commits parts
  * while the next is parsed. A part is handed in as soon as it is parsed and checked, while up to

@@ -1,7 +1,9 @@
 /**
- * A backfill body (`POST /v0/messages`, DESIGN 5.1) read in slices and checked, in the backfill
- * parser's worker thread (backfill-parser.ts): the body is split into messages (a JSON array, or
- * one JSON value per non-blank line), each slice checked with the ingester's own code
+ * A backfill body (`POST /v0/messages`, DESIGN 5.1) read in slices and checked by the backfill
+ * parser's worker threads (backfill-parser.ts). An NDJSON body (one JSON value per non-blank line)
+ * is cut into slices of lines on the hub's thread ({@link lineRanges}, a scan of its bytes) and each
+ * slice's bytes go to a worker, so several workers read one body; a JSON array is one JSON text,
+ * read whole by one worker ({@link arraySlices}). Each slice is checked with the ingester's own code
  * (check-message.ts), and the checked slice written in a compact form for the hub's thread —
  * numbers in typed arrays (moved, not copied), each repeated name sent once — which
  * {@link addSlice} turns back into the ingester's {@link CheckedPart}.
@@ -24,56 +26,134 @@ export interface BodySlice {
   readonly left: number;
 }
 
+/** One character that `String.prototype.trim` removes (`\s`: JavaScript's whitespace and line ends). */
+const WHITESPACE = /^\s$/u;
+
 /**
- * The body's messages as deliveries, in slices of at most `size`: a JSON array is parsed whole (it
- * is one JSON text), NDJSON one slice at a time. A line that is not JSON is a delivery with its
- * parse error, counted by its index among the non-blank lines. Each delivery is marked when its
- * text proves its strings well-formed. Throws INVALID_MESSAGE (400) for a body that starts like a
- * JSON array and is not one.
+ * Where the first character of `bytes[start, end)` that `String.prototype.trim` would keep begins
+ * (`end` when there is none), reading the UTF-8 bytes as the decoded text would be read: ASCII
+ * whitespace is skipped byte by byte, and a character of more than one byte is decoded on its own
+ * (JavaScript's whitespace holds some, such as U+00A0 and U+FEFF). An invalid sequence decodes to
+ * U+FFFD, which is no whitespace, as it would in the whole text.
  */
-export function* deliveryParts(text: string, size: number): Generator<BodySlice> {
-  const trimmed = text.trimStart();
-  if (trimmed.startsWith("[")) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(trimmed);
-    } catch (error) {
-      throw new VigilError("INVALID_MESSAGE", {
-        detail: `The body starts like a JSON array but is not valid JSON (${(error as Error).message}).`,
-      });
+function firstNonSpace(bytes: Buffer, start: number, end: number): number {
+  for (let i = start; i < end; ) {
+    const b = bytes[i] as number;
+    if (b < 0x80) {
+      if (b !== 0x20 && (b < 0x09 || b > 0x0d)) return i;
+      i += 1;
+      continue;
     }
-    if (!Array.isArray(parsed))
-      throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
-    const wellFormedText = wellFormedJsonText(trimmed);
-    for (let start = 0; start < parsed.length; start += size) {
-      const deliveries = parsed
-        .slice(start, start + size)
-        .map((message) => ({ id: undefined, message, wellFormedText }));
-      yield { deliveries, left: Math.max(0, parsed.length - start - size) };
-    }
-    return;
+    const length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+    if (!WHITESPACE.test(bytes.toString("utf8", i, Math.min(i + length, end)))) return i;
+    i += length;
   }
-  let part: CheckedTextDelivery[] = [];
-  const lines = text.split("\n");
-  if (lines[lines.length - 1]?.trim() === "") lines.pop(); // the usual final newline: no entry left
-  for (const [i, line] of lines.entries()) {
+  return end;
+}
+
+const bufferOf = (body: Uint8Array): Buffer => Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+
+/**
+ * Whether a body is read as one JSON array: its text, trimmed at the start, begins with `[`.
+ * Anything else is NDJSON: one JSON value per non-blank line.
+ */
+export function startsLikeArray(body: Uint8Array): boolean {
+  const bytes = bufferOf(body);
+  const first = firstNonSpace(bytes, 0, bytes.length);
+  return first < bytes.length && bytes[first] === 0x5b;
+}
+
+/**
+ * A slice of an NDJSON body: its bytes `[start, end)` hold `count` non-blank lines (and any blank
+ * lines between them), and `left` lines (blank or not) follow it.
+ */
+export interface LineRange {
+  readonly start: number;
+  readonly end: number;
+  readonly count: number;
+  readonly left: number;
+}
+
+/**
+ * The slices of `size` non-blank lines of an NDJSON body, as byte ranges, found on the hub's thread
+ * without decoding the body: lines are split at each `\n` byte (never part of a longer UTF-8
+ * character) and a line is blank when its text would trim to nothing. The lines are those of
+ * `text.split("\n")` of the decoded body, without a blank last one (the usual final newline);
+ * {@link lineDeliveries} parses each slice in the worker.
+ */
+export function* lineRanges(body: Uint8Array, size: number): Generator<LineRange> {
+  const bytes = bufferOf(body);
+  let lines = 1;
+  for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a, at + 1)) lines += 1;
+  const lastLine = bytes.lastIndexOf(0x0a) + 1;
+  if (firstNonSpace(bytes, lastLine, bytes.length) === bytes.length) lines -= 1;
+  let start = 0;
+  let end = 0;
+  let count = 0;
+  let from = 0;
+  for (let i = 0; i < lines; i++) {
+    const newline = bytes.indexOf(0x0a, from);
+    const lineEnd = newline === -1 ? bytes.length : newline;
+    if (firstNonSpace(bytes, from, lineEnd) < lineEnd) {
+      end = lineEnd;
+      count += 1;
+      if (count === size) {
+        yield { start, end, count, left: lines - i - 1 };
+        start = end + 1;
+        count = 0;
+      }
+    }
+    from = lineEnd + 1;
+  }
+  if (count > 0) yield { start, end, count, left: 0 };
+}
+
+/**
+ * The deliveries of a slice's text (the bytes of a {@link LineRange}, decoded): one per non-blank
+ * line. A line that is not JSON is a delivery with its parse error; each delivery is marked when its
+ * text proves its strings well-formed.
+ */
+export function lineDeliveries(text: string): CheckedTextDelivery[] {
+  const deliveries: CheckedTextDelivery[] = [];
+  for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
       const message: unknown = JSON.parse(line);
-      part.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
+      deliveries.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
     } catch (error) {
-      part.push({
+      deliveries.push({
         id: undefined,
         message: undefined,
         parseError: `not valid JSON: ${(error as Error).message}`,
       });
     }
-    if (part.length === size) {
-      yield { deliveries: part, left: lines.length - i - 1 };
-      part = [];
-    }
   }
-  if (part.length > 0) yield { deliveries: part, left: 0 };
+  return deliveries;
+}
+
+/**
+ * A JSON array body's messages as deliveries, in slices of at most `size` (the array is one JSON
+ * text, parsed whole). Throws INVALID_MESSAGE (400) when the text is not a JSON array.
+ */
+export function* arraySlices(text: string, size: number): Generator<BodySlice> {
+  const trimmed = text.trimStart();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(trimmed);
+  } catch (error) {
+    throw new VigilError("INVALID_MESSAGE", {
+      detail: `The body starts like a JSON array but is not valid JSON (${(error as Error).message}).`,
+    });
+  }
+  if (!Array.isArray(parsed))
+    throw new VigilError("INVALID_MESSAGE", { detail: "The body must be a JSON array." });
+  const wellFormedText = wellFormedJsonText(trimmed);
+  for (let start = 0; start < parsed.length; start += size) {
+    const deliveries = parsed
+      .slice(start, start + size)
+      .map((message) => ({ id: undefined, message, wellFormedText }));
+    yield { deliveries, left: Math.max(0, parsed.length - start - size) };
+  }
 }
 
 /** Ints per checked message in {@link CheckedSlice.items}. */

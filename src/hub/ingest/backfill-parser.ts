@@ -1,21 +1,25 @@
 /**
- * The backfill parser (issue 12): a worker thread that parses and checks backfill bodies
- * (parse-worker.ts), so the hub's thread only turns checked slices into store writes. Parsing,
- * validating, digesting and making cells took about half of the hub's thread per backfilled sample,
- * on a machine with a second core the store uses only part of the time.
+ * The backfill parser (issue 12): worker threads that parse and check backfill bodies
+ * (parse-worker.ts), so the hub's thread only cuts NDJSON bodies into slices of lines and turns
+ * checked slices into store writes. Parsing, validating, digesting and making cells took about half
+ * of the hub's thread per backfilled sample; one worker then left the store waiting for the next
+ * part at the start of each body, so slices of one body go to every worker of the pool in turn
+ * (PARSE_WORKERS). A JSON array body is one JSON text and goes to one worker.
  *
- * Hand-offs (DESIGN 1): the body is moved to the worker, not copied; each slice comes back only
- * when asked for, and at most {@link SLICES_AHEAD} are asked for ahead of the one being used, so a
- * body of any size holds a bounded number of parsed slices at once. The worker is started with
- * the first backfill and stopped with the hub. If it stops (a bug), every body it was reading
- * fails with 503 (the client sends it again; nothing is stored twice), the failure is logged, and
- * the next backfill starts a new worker.
+ * Hand-offs (DESIGN 1): each NDJSON slice's bytes are copied out of the body and moved to a worker
+ * (an array body is moved whole); each slice is asked for only when the one before it is used, and
+ * at most {@link SLICES_AHEAD} are asked for ahead of the one being used, so a body of any size
+ * holds a bounded number of parsed slices at once. Workers start with the first backfill and stop
+ * with the hub. If one stops (a bug), every body it was reading fails with 503 (the client sends it
+ * again; nothing is stored twice), the failure is logged, and the next backfill starts a new one.
  */
+import { availableParallelism } from "node:os";
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { BACKFILL_PARSE_WORKERS_MAX } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
-import type { CheckedSlice } from "./backfill-body.js";
+import { type CheckedSlice, lineRanges, startsLikeArray } from "./backfill-body.js";
 import type { ParserReply, ParserRequest } from "./parse-worker.js";
 
 /** Where a worker failure is logged (the hub's logger). */
@@ -23,13 +27,19 @@ export interface ParserLogger {
   error(details: object, message: string): void;
 }
 
-/** Slices asked for and not yet used, per body: the worker's lead over the store. */
-export const SLICES_AHEAD = 3;
+/** Worker threads per parser: one per core the hub may use, at most BACKFILL_PARSE_WORKERS_MAX. */
+export const PARSE_WORKERS = Math.max(1, Math.min(BACKFILL_PARSE_WORKERS_MAX, availableParallelism()));
 
-/** A body being read: the slices that have come back and the one waiting for the next. */
+/** Slices asked for and not yet used, per body: the workers' lead over the store. */
+export const SLICES_AHEAD = 4;
+
+/** A body being read: the slices that have come back, by number, and where it ends. */
 interface Job {
-  readonly slices: CheckedSlice[];
-  end: { error: Error } | { done: true } | undefined;
+  readonly slices: Map<number, CheckedSlice>;
+  /** The workers asked for its slices: the body fails if one of them stops. */
+  readonly workers: Set<Worker>;
+  /** No slice from `seq` on; `error` is thrown there. */
+  end: { readonly seq: number; readonly error?: Error } | undefined;
   wake: (() => void) | undefined;
 }
 
@@ -51,53 +61,54 @@ function newWorker(): Worker {
 }
 
 export class BackfillParser {
-  private worker: Worker | undefined;
+  private readonly workers: (Worker | undefined)[];
+  /** The pool's next worker to ask (round robin over every body's slices). */
+  private turn = 0;
   private readonly jobs = new Map<number, Job>();
   private nextJob = 1;
-  constructor(private readonly logger: ParserLogger) {}
 
-  /** Slices the worker has sent back and no body has used yet (at most SLICES_AHEAD per body). */
+  /** `workers`: the size of the pool (PARSE_WORKERS unless a test sets it). */
+  constructor(
+    private readonly logger: ParserLogger,
+    workers: number = PARSE_WORKERS,
+  ) {
+    this.workers = new Array<Worker | undefined>(Math.max(1, workers)).fill(undefined);
+  }
+
+  /** Slices the workers have sent back and no body has used yet (at most SLICES_AHEAD per body). */
   get buffered(): number {
     let n = 0;
-    for (const job of this.jobs.values()) n += job.slices.length;
+    for (const job of this.jobs.values()) n += job.slices.size;
     return n;
   }
 
   /**
-   * The checked slices of `body` (at most `size` messages each), in order. The body's buffer is
-   * moved to the worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a
-   * body that starts like a JSON array and is not one, SERVICE_UNAVAILABLE (503) when the worker
-   * stops, and a plain error (500) when checking throws. Breaking out of the loop tells the worker
-   * to drop the body.
+   * The checked slices of `body` (at most `size` messages each), in order. An array body's buffer
+   * is moved to a worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a
+   * body that starts like a JSON array and is not one, SERVICE_UNAVAILABLE (503) when a worker
+   * stops, and a plain error (500) when checking throws. Breaking out of the loop drops the body.
    */
   async *slices(body: Uint8Array, size: number): AsyncGenerator<CheckedSlice> {
-    const worker = this.start();
     const id = this.nextJob++;
-    const job: Job = { slices: [], end: undefined, wake: undefined };
+    const job: Job = { slices: new Map(), workers: new Set(), end: undefined, wake: undefined };
     this.jobs.set(id, job);
-    // Moved when the view covers its whole buffer; otherwise (a pooled buffer) the bytes are copied.
-    const owned =
-      body.byteOffset === 0 &&
-      body.byteLength === body.buffer.byteLength &&
-      body.buffer instanceof ArrayBuffer
-        ? body
-        : new Uint8Array(body);
-    const send = (request: ParserRequest, transfer: ArrayBuffer[] = []): void =>
-      worker.postMessage(request, transfer);
-    send({ kind: "start", job: id, body: owned.buffer as ArrayBuffer, size }, [owned.buffer as ArrayBuffer]);
-    for (let i = 0; i < SLICES_AHEAD; i++) send({ kind: "next", job: id });
-    let finished = false;
+    const ask = startsLikeArray(body)
+      ? this.askArray(id, job, body, size)
+      : this.askLines(id, job, body, size);
+    let next = 0;
     try {
+      for (let i = 0; i < SLICES_AHEAD; i++) ask();
       for (;;) {
-        const slice = job.slices.shift();
+        const slice = job.slices.get(next);
         if (slice !== undefined) {
-          send({ kind: "next", job: id });
+          job.slices.delete(next);
+          next += 1;
+          ask();
           yield slice;
           continue;
         }
-        if (job.end !== undefined) {
-          if ("error" in job.end) throw job.end.error;
-          finished = true;
+        if (job.end !== undefined && next >= job.end.seq) {
+          if (job.end.error !== undefined) throw job.end.error;
           return;
         }
         await new Promise<void>((resolve) => {
@@ -106,73 +117,124 @@ export class BackfillParser {
       }
     } finally {
       this.jobs.delete(id);
-      if (!finished && this.worker === worker) send({ kind: "end", job: id });
+      // An array body held by a worker that is still running: it may drop the body.
+      for (const worker of job.workers)
+        if (this.workers.includes(worker)) send(worker, { kind: "end", job: id });
     }
   }
 
-  /** Stops the worker (the hub is stopping); bodies being read fail with 503. */
-  async close(): Promise<void> {
-    const worker = this.worker;
-    if (worker === undefined) return;
-    this.worker = undefined;
-    this.failAll(new VigilError("SERVICE_UNAVAILABLE", { detail: "The hub is stopping." }));
-    await worker.terminate();
+  /** Asks for an NDJSON body's next slice of lines (cut here) from the pool's next worker. */
+  private askLines(id: number, job: Job, body: Uint8Array, size: number): () => void {
+    const ranges = lineRanges(body, size);
+    let seq = 0;
+    return () => {
+      if (job.end !== undefined) return;
+      const range = ranges.next();
+      if (range.done === true) {
+        end(job, { seq });
+        return;
+      }
+      const { start, end: stop, count, left } = range.value;
+      const bytes = new Uint8Array(body.subarray(start, stop)); // a copy, moved to the worker
+      const worker = this.worker();
+      job.workers.add(worker);
+      send(worker, { kind: "lines", job: id, seq, bytes: bytes.buffer, count, left }, [bytes.buffer]);
+      seq += 1;
+    };
   }
 
-  private start(): Worker {
-    if (this.worker !== undefined) return this.worker;
+  /** Moves an array body to one worker, and asks it for the next slice at each call. */
+  private askArray(id: number, job: Job, body: Uint8Array, size: number): () => void {
+    const worker = this.worker();
+    job.workers.add(worker);
+    // Moved when the view covers its whole buffer; otherwise (a pooled buffer) the bytes are copied.
+    const owned =
+      body.byteOffset === 0 &&
+      body.byteLength === body.buffer.byteLength &&
+      body.buffer instanceof ArrayBuffer
+        ? body
+        : new Uint8Array(body);
+    const buffer = owned.buffer as ArrayBuffer;
+    send(worker, { kind: "start", job: id, body: buffer, size }, [buffer]);
+    let seq = 0;
+    return () => {
+      if (job.end === undefined) send(worker, { kind: "next", job: id, seq: seq++ });
+    };
+  }
+
+  /** Stops the workers (the hub is stopping); bodies being read fail with 503. */
+  async close(): Promise<void> {
+    const running = this.workers.filter((w) => w !== undefined);
+    this.workers.fill(undefined);
+    const stopping = new VigilError("SERVICE_UNAVAILABLE", { detail: "The hub is stopping." });
+    for (const job of this.jobs.values()) fail(job, stopping);
+    await Promise.all(running.map((w) => w.terminate()));
+  }
+
+  /** The pool's next worker, started when it is not running. */
+  private worker(): Worker {
+    const at = this.turn;
+    this.turn = (this.turn + 1) % this.workers.length;
+    const running = this.workers[at];
+    if (running !== undefined) return running;
     const worker = newWorker();
     worker.unref(); // a body being read keeps the hub busy; an idle worker keeps nothing alive
     worker.on("message", (reply: ParserReply) => this.receive(reply));
     const failed = (why: string): void => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
+      if (this.workers[at] !== worker) return;
+      this.workers[at] = undefined;
       this.logger.error(
         { reason: why },
-        "the backfill parser's worker stopped; the backfills it was reading fail",
+        "a backfill parser's worker stopped; the backfills it was reading fail",
       );
-      this.failAll(
-        new VigilError(
-          "SERVICE_UNAVAILABLE",
-          {
-            detail:
-              "The hub's backfill parser stopped; send the body again (messages stored before are not stored twice).",
-          },
-          { headers: { "Retry-After": "1" } },
-        ),
+      const error = new VigilError(
+        "SERVICE_UNAVAILABLE",
+        {
+          detail:
+            "The hub's backfill parser stopped; send the body again (messages stored before are not stored twice).",
+        },
+        { headers: { "Retry-After": "1" } },
       );
+      for (const job of this.jobs.values()) if (job.workers.has(worker)) fail(job, error);
     };
     worker.on("error", (error) => failed(error.message));
     worker.on("exit", (code) => failed(`exit code ${code}`));
-    this.worker = worker;
+    this.workers[at] = worker;
     return worker;
   }
 
   private receive(reply: ParserReply): void {
     const job = this.jobs.get(reply.job);
     if (job === undefined) return;
-    if ("slice" in reply) job.slices.push(reply.slice);
-    else if ("done" in reply) job.end = { done: true };
+    if ("slice" in reply) job.slices.set(reply.seq, reply.slice);
+    else if ("done" in reply) end(job, { seq: reply.seq });
     else {
       const { detail, invalid } = reply.error;
-      job.end = {
-        error: invalid
-          ? new VigilError("INVALID_MESSAGE", { detail })
-          : // A bug: the error handler logs it and answers 500 with the request id.
-            new Error(`the backfill parser failed: ${detail}`),
-      };
+      const error = invalid
+        ? new VigilError("INVALID_MESSAGE", { detail })
+        : // A bug: the error handler logs it and answers 500 with the request id.
+          new Error(`the backfill parser failed: ${detail}`);
+      end(job, { seq: reply.seq, error });
     }
     const wake = job.wake;
     job.wake = undefined;
     wake?.();
   }
+}
 
-  private failAll(error: Error): void {
-    for (const job of this.jobs.values()) {
-      job.end = { error };
-      const wake = job.wake;
-      job.wake = undefined;
-      wake?.();
-    }
-  }
+function send(worker: Worker, request: ParserRequest, transfer: ArrayBuffer[] = []): void {
+  worker.postMessage(request, transfer);
+}
+
+/** Ends `job` at `at` unless it ends sooner already. */
+function end(job: Job, at: NonNullable<Job["end"]>): void {
+  if (job.end === undefined || at.seq < job.end.seq) job.end = at;
+}
+
+/** Fails `job` at the first slice it has not received. */
+function fail(job: Job, error: Error): void {
+  end(job, { seq: 0, error });
+  const wake = job.wake;
+  job.wake = undefined;
+  wake?.();
 }

@@ -1,65 +1,97 @@
 /**
- * The backfill parser's worker thread (backfill-parser.ts): holds the bodies the hub's thread
- * hands it, and on each `next` parses and checks the next slice of one (backfill-body.ts) and
- * posts it back. It parses only when asked, so it is never more than the asker's window ahead.
+ * A backfill parser's worker thread (backfill-parser.ts). It parses and checks what the hub's
+ * thread asks for (backfill-body.ts) and posts each checked slice back, tagged with the number the
+ * request gave it:
+ * - `lines`: the bytes of one slice of an NDJSON body, which the hub's thread cut (stateless: any
+ *   worker takes any slice);
+ * - `start` / `next` / `end`: a JSON array body, held here whole (it is one JSON text) and read a
+ *   slice per `next`, only when asked, so the worker is never more than the asker's window ahead.
  */
 import { parentPort } from "node:worker_threads";
 import { VigilError } from "../../errors/catalog.js";
 import {
+  arraySlices,
   type BodySlice,
   type CheckedSlice,
   checkSlice,
-  deliveryParts,
+  lineDeliveries,
   sliceBuffers,
 } from "./backfill-body.js";
 
 /** What the hub's thread sends. */
 export type ParserRequest =
+  | {
+      readonly kind: "lines";
+      readonly job: number;
+      readonly seq: number;
+      readonly bytes: ArrayBuffer;
+      readonly count: number;
+      readonly left: number;
+    }
   | { readonly kind: "start"; readonly job: number; readonly body: ArrayBuffer; readonly size: number }
-  | { readonly kind: "next"; readonly job: number }
+  | { readonly kind: "next"; readonly job: number; readonly seq: number }
   | { readonly kind: "end"; readonly job: number };
 
-/** What the worker answers: a slice, the end of a body, or why it cannot be read. */
+/** What the worker answers: slice `seq`, the end of a body (no slice `seq`), or why it cannot be read. */
 export type ParserReply =
-  | { readonly job: number; readonly slice: CheckedSlice }
-  | { readonly job: number; readonly done: true }
-  | { readonly job: number; readonly error: { readonly detail: string; readonly invalid: boolean } };
+  | { readonly job: number; readonly seq: number; readonly slice: CheckedSlice }
+  | { readonly job: number; readonly seq: number; readonly done: true }
+  | {
+      readonly job: number;
+      readonly seq: number;
+      readonly error: { readonly detail: string; readonly invalid: boolean };
+    };
 
 const port = parentPort;
 if (port === null) throw new Error("parse-worker.ts runs as a worker thread only");
 
-/** The bodies being read, by job; the hub runs MAX_CONCURRENT_BACKFILLS at most. */
-const jobs = new Map<number, Generator<BodySlice>>();
+/** The JSON array bodies being read, by job; the hub runs MAX_CONCURRENT_BACKFILLS at most. */
+const arrays = new Map<number, Generator<BodySlice>>();
+
+/** Slice `seq` of `job`, or the end of the body when `read` has none; an error as its reply. */
+function reply(job: number, seq: number, read: () => BodySlice | undefined): void {
+  let answer: ParserReply;
+  try {
+    const body = read();
+    if (body === undefined) answer = { job, seq, done: true };
+    else {
+      const slice = checkSlice(body);
+      port?.postMessage({ job, seq, slice } satisfies ParserReply, sliceBuffers(slice));
+      return;
+    }
+  } catch (error) {
+    arrays.delete(job);
+    const invalid = error instanceof VigilError && error.code === "INVALID_MESSAGE";
+    const detail = invalid ? String(error.fields.detail) : String(error);
+    answer = { job, seq, error: { detail, invalid } };
+  }
+  port?.postMessage(answer);
+}
 
 port.on("message", (request: ParserRequest) => {
   switch (request.kind) {
+    case "lines":
+      return reply(request.job, request.seq, () => {
+        const deliveries = lineDeliveries(Buffer.from(request.bytes).toString("utf8"));
+        if (deliveries.length !== request.count)
+          throw new Error(`a slice of ${request.count} lines read as ${deliveries.length}`);
+        return { deliveries, left: request.left };
+      });
     case "start":
-      jobs.set(request.job, deliveryParts(Buffer.from(request.body).toString("utf8"), request.size));
+      arrays.set(request.job, arraySlices(Buffer.from(request.body).toString("utf8"), request.size));
       return;
     case "end":
-      jobs.delete(request.job);
+      arrays.delete(request.job);
       return;
     case "next": {
-      const parts = jobs.get(request.job);
-      if (parts === undefined) return;
-      let reply: ParserReply;
-      try {
-        const next = parts.next();
-        if (next.done === true) {
-          jobs.delete(request.job);
-          reply = { job: request.job, done: true };
-        } else {
-          const slice = checkSlice(next.value);
-          port.postMessage({ job: request.job, slice } satisfies ParserReply, sliceBuffers(slice));
-          return;
-        }
-      } catch (error) {
-        jobs.delete(request.job);
-        const invalid = error instanceof VigilError && error.code === "INVALID_MESSAGE";
-        const detail = invalid ? String(error.fields.detail) : String(error);
-        reply = { job: request.job, error: { detail, invalid } };
-      }
-      port.postMessage(reply);
+      const slices = arrays.get(request.job);
+      if (slices === undefined) return;
+      return reply(request.job, request.seq, () => {
+        const next = slices.next();
+        if (next.done !== true) return next.value;
+        arrays.delete(request.job);
+        return undefined;
+      });
     }
   }
 });

@@ -1,15 +1,26 @@
 /**
- * The backfill parser (issue 12): a body parsed and checked in the worker thread must make exactly
- * the part the hub's thread makes of it (check-message.ts run in place), for NDJSON and JSON array
- * bodies of every kind of message, good and bad: property over random bodies through a real worker.
- * Also: the worker parses only the slices asked for (a bounded lead, whatever the body's size); a
- * body that starts like a JSON array and is not one is a 400; closing fails a body being read with
- * 503, and the next body gets a new worker.
+ * The backfill parser (issue 12): a body parsed and checked by the worker threads must make exactly
+ * the part the hub's thread made of it before (the body decoded whole, read as one JSON array or
+ * split into lines, check-message.ts run in place), for NDJSON and JSON array bodies of every kind
+ * of message, good and bad, in any bytes (invalid UTF-8, CRLF, blank lines of Unicode
+ * whitespace): property over random bodies through real workers, with pools of one and three. The
+ * slices of lines cut on the hub's thread are those of the decoded text (property). Also: the
+ * workers parse only the slices asked for (a bounded lead, whatever the body's size); a body that
+ * starts like a JSON array and is not one is a 400; closing fails a body being read with 503, and
+ * the next body gets new workers; a worker that stops fails the bodies it was reading with 503,
+ * logged, and the next body gets a new one.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
+import type { Worker } from "node:worker_threads";
 import fc from "fast-check";
-import { addSlice, deliveryParts } from "../../../src/hub/ingest/backfill-body.js";
+import {
+  addSlice,
+  arraySlices,
+  lineDeliveries,
+  lineRanges,
+  startsLikeArray,
+} from "../../../src/hub/ingest/backfill-body.js";
 import { BackfillParser, SLICES_AHEAD } from "../../../src/hub/ingest/backfill-parser.js";
 import { CheckedPart, checkInto } from "../../../src/hub/ingest/check-message.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
@@ -17,8 +28,9 @@ import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 const logger = {
   error: (details: object, message: string) => assert.fail(`${message}: ${JSON.stringify(details)}`),
 };
-const parser = new BackfillParser(logger);
-after(() => parser.close());
+const parser = new BackfillParser(logger, 1);
+const pool = new BackfillParser(logger, 3);
+after(() => Promise.all([parser.close(), pool.close()]));
 
 /** Names a client may send, `__proto__` and `constructor` included (data, never object keys). */
 const name = fc.oneof(
@@ -86,7 +98,7 @@ const entry = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)) },
   { weight: 1, arbitrary: fc.constantFrom("{not json", "", "   ", '"\\ud800"') },
 );
-const body = fc.tuple(fc.array(entry, { maxLength: 40 }), fc.boolean()).map(([entries, array]) => {
+const text = fc.tuple(fc.array(entry, { maxLength: 40 }), fc.boolean()).map(([entries, array]) => {
   if (!array) return entries.join("\n");
   const values = entries.filter((e) => {
     try {
@@ -98,19 +110,57 @@ const body = fc.tuple(fc.array(entry, { maxLength: 40 }), fc.boolean()).map(([en
   });
   return `[${values.join(",")}]`;
 });
+/** Bytes no text encodes: a lone continuation byte, a cut sequence, an overlong one, 0xFF. */
+const badBytes = fc.constantFrom([0x80], [0xe2, 0x82], [0xc0, 0xaf], [0xff], [0xf0, 0x9f, 0x98]);
+/** Whitespace `trim` removes, as a line of its own or around one. */
+const spaces = fc.constantFrom("\r", " \t", "\u00a0", "\ufeff", "\u2028", "\u3000");
+/** A body as bytes: text with, now and then, bytes that are not UTF-8 and whitespace spliced in. */
+const body = fc
+  .tuple(
+    text,
+    fc.array(
+      fc.tuple(
+        fc.nat(),
+        fc.oneof(
+          badBytes,
+          spaces.map((w) => [...Buffer.from(w)]),
+        ),
+      ),
+      {
+        maxLength: 3,
+      },
+    ),
+    fc.constantFrom("", "\n", "\r\n", "\n \n"),
+  )
+  .map(([t, splices, ending]) => {
+    const bytes = [...Buffer.from(t + ending)];
+    for (const [at, insert] of splices) bytes.splice(at % (bytes.length + 1), 0, ...insert);
+    return Uint8Array.from(bytes);
+  });
 
-/** The part the hub's thread makes of `text` (what the ingester did before the worker). */
-function inPlace(text: string, size: number): CheckedPart {
+/** The lines of a decoded NDJSON body as the hub read them before: split at `\n`, no blank last one. */
+function textLines(decoded: string): string[] {
+  const lines = decoded.split("\n");
+  if (lines[lines.length - 1]?.trim() === "") lines.pop();
+  return lines;
+}
+
+/** The part the hub's thread made of `bytes` before the workers: decoded whole, then read. */
+function inPlace(bytes: Uint8Array, size: number): CheckedPart {
+  const decoded = Buffer.from(bytes).toString("utf8");
   const part = new CheckedPart();
-  for (const slice of deliveryParts(text, size)) checkInto(slice.deliveries, part);
+  if (decoded.trimStart().startsWith("[")) {
+    for (const slice of arraySlices(decoded, size)) checkInto(slice.deliveries, part);
+  } else checkInto(lineDeliveries(textLines(decoded).join("\n")), part);
   return part;
 }
 
-async function viaWorker(text: string, size: number): Promise<CheckedPart> {
+async function viaWorkers(bytes: Uint8Array, size: number, from = parser): Promise<CheckedPart> {
   const part = new CheckedPart();
-  for await (const slice of parser.slices(new TextEncoder().encode(text), size)) addSlice(part, slice);
+  for await (const slice of from.slices(bytes, size)) addSlice(part, slice);
   return part;
 }
+const encoded = (t: string): Uint8Array => new TextEncoder().encode(t);
 
 /** A part as plain data: NaN stays NaN, and null-prototype records compare by their entries. */
 const plain = (part: CheckedPart) => ({
@@ -124,18 +174,49 @@ const plain = (part: CheckedPart) => ({
 });
 
 describe("backfill parser", () => {
-  test("property: the worker makes the part the hub's thread makes, slice by slice", async () => {
+  test("property: the workers make the part the hub's thread made, slice by slice", async () => {
     await fc.assert(
-      fc.asyncProperty(body, fc.integer({ min: 1, max: 7 }), async (text, size) => {
+      fc.asyncProperty(body, fc.integer({ min: 1, max: 7 }), fc.boolean(), async (bytes, size, many) => {
+        const from = many ? pool : parser;
         let expected: ReturnType<typeof plain>;
         try {
-          expected = plain(inPlace(text, size));
+          expected = plain(inPlace(bytes, size));
         } catch (error) {
           // A body that starts with `[` is read as one JSON array: the same refusal either way.
-          await assert.rejects(viaWorker(text, size), { code: (error as { code: string }).code });
+          await assert.rejects(viaWorkers(bytes, size, from), { code: (error as { code: string }).code });
           return;
         }
-        assert.deepEqual(plain(await viaWorker(text, size)), expected);
+        assert.deepEqual(plain(await viaWorkers(bytes, size, from)), expected);
+      }),
+      fuzzBudget(300),
+    );
+  });
+
+  test("property: slices of lines cut from the bytes are those of the decoded text", () => {
+    fc.assert(
+      fc.property(body, fc.integer({ min: 1, max: 7 }), (bytes, size) => {
+        const decoded = Buffer.from(bytes).toString("utf8");
+        assert.equal(startsLikeArray(bytes), decoded.trimStart().startsWith("["));
+        // Expected: each run of `size` non-blank lines, and how many lines (blank or not) follow it.
+        const lines = textLines(decoded);
+        const expected: { lines: string[]; left: number }[] = [];
+        let run: string[] = [];
+        lines.forEach((line, i) => {
+          if (line.trim() === "") return;
+          run.push(line);
+          if (run.length === size) {
+            expected.push({ lines: run, left: lines.length - i - 1 });
+            run = [];
+          }
+        });
+        if (run.length > 0) expected.push({ lines: run, left: 0 });
+        const actual = [...lineRanges(bytes, size)].map((r) => {
+          const slice = Buffer.from(bytes.subarray(r.start, r.end)).toString("utf8");
+          const nonBlank = slice.split("\n").filter((line) => line.trim() !== "");
+          assert.equal(nonBlank.length, r.count);
+          return { lines: nonBlank, left: r.left };
+        });
+        assert.deepEqual(actual, expected);
       }),
       fuzzBudget(300),
     );
@@ -151,7 +232,7 @@ describe("backfill parser", () => {
         attributes: JSON.parse('{"__proto__": "x", "constructor": "y"}'),
       },
     });
-    const part = await viaWorker(message, 10);
+    const part = await viaWorkers(encoded(message), 10);
     const data = part.checked[0]?.message?.data as { attributes: object } | undefined;
     assert.ok(data !== undefined);
     const attributes = data.attributes;
@@ -160,28 +241,32 @@ describe("backfill parser", () => {
   });
 
   test("a body that starts like a JSON array and is not one is INVALID_MESSAGE (400)", async () => {
-    await assert.rejects(viaWorker("[{", 10), { code: "INVALID_MESSAGE", status: 400 });
-    await assert.rejects(viaWorker('[1]"', 10), { code: "INVALID_MESSAGE" });
+    await assert.rejects(viaWorkers(encoded("[{"), 10), { code: "INVALID_MESSAGE", status: 400 });
+    await assert.rejects(viaWorkers(encoded('\u00a0[1]"'), 10), { code: "INVALID_MESSAGE" });
     // The worker goes on with the next body.
-    assert.equal((await viaWorker("{}", 10)).rejected.length, 1);
+    assert.equal((await viaWorkers(encoded("{}"), 10)).rejected.length, 1);
   });
 
-  test("the worker parses only the slices asked for: at most SLICES_AHEAD wait, whatever the body's size", async () => {
-    const text = Array.from({ length: 400 }, () => "{}").join("\n");
-    const slices = parser.slices(new TextEncoder().encode(text), 1); // 400 slices of one message
-    const first = await slices.next();
-    assert.equal(first.done, false);
-    // Give the worker time to run ahead if it would; it must stop at the slices asked for.
-    for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
-    assert.ok(parser.buffered >= 1 && parser.buffered <= SLICES_AHEAD, `${parser.buffered} slices waiting`);
-    await slices.return(undefined); // a body given up: its slices are dropped
-    assert.equal(parser.buffered, 0);
-  });
+  for (const [kind, text] of [
+    ["NDJSON", Array.from({ length: 400 }, () => "{}").join("\n")],
+    ["JSON array", `[${Array.from({ length: 400 }, () => "{}").join(",")}]`],
+  ] as const) {
+    test(`the workers parse only the slices asked for: at most SLICES_AHEAD wait, whatever the body's size (${kind})`, async () => {
+      const slices = pool.slices(encoded(text), 1); // 400 slices of one message
+      const first = await slices.next();
+      assert.equal(first.done, false);
+      // Give the workers time to run ahead if they would; they must stop at the slices asked for.
+      for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(pool.buffered, SLICES_AHEAD, "every slice asked for came back, and no more");
+      await slices.return(undefined); // a body given up: its slices are dropped
+      assert.equal(pool.buffered, 0);
+    });
+  }
 
   test("closing the parser fails a body being read with 503; a later body starts a new worker", async () => {
-    const closing = new BackfillParser(logger);
+    const closing = new BackfillParser(logger, 2);
     const text = Array.from({ length: 2_000 }, () => "{}").join("\n");
-    const slices = closing.slices(new TextEncoder().encode(text), 1);
+    const slices = closing.slices(encoded(text), 1);
     await slices.next(); // started
     await closing.close();
     await assert.rejects(
@@ -191,8 +276,31 @@ describe("backfill parser", () => {
       { code: "SERVICE_UNAVAILABLE", status: 503 },
     );
     const part = new CheckedPart();
-    for await (const slice of closing.slices(new TextEncoder().encode("{}\n{}"), 10)) addSlice(part, slice);
+    for await (const slice of closing.slices(encoded("{}\n{}"), 10)) addSlice(part, slice);
     assert.equal(part.rejected.length, 2);
     await closing.close();
+  });
+
+  test("a worker that stops fails the bodies it was reading with 503, logged; the next body gets a new one", async () => {
+    const logged: string[] = [];
+    const crashing = new BackfillParser({ error: (_details, message) => logged.push(message) }, 2);
+    try {
+      const text = Array.from({ length: 2_000 }, () => "{}").join("\n");
+      const slices = crashing.slices(encoded(text), 1);
+      await slices.next(); // started: both workers hold slices of the body
+      const workers = (crashing as unknown as { workers: (Worker | undefined)[] }).workers;
+      await workers[1]?.terminate();
+      await assert.rejects(
+        (async () => {
+          for await (const _ of slices);
+        })(),
+        { code: "SERVICE_UNAVAILABLE", status: 503 },
+      );
+      assert.deepEqual(logged, ["a backfill parser's worker stopped; the backfills it was reading fail"]);
+      const part = await viaWorkers(encoded("{}\n{}\n{}"), 1, crashing);
+      assert.equal(part.rejected.length, 3);
+    } finally {
+      await crashing.close();
+    }
   });
 });
