@@ -16,6 +16,7 @@ import {
   type SeriesKey,
   type Store,
   StoreDataError,
+  type StoreTransaction,
 } from "../../../src/hub/store/store.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../src/ids.js";
 import type { EventTarget } from "../../../src/messages/types.js";
@@ -291,6 +292,48 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         const id = entities[0]!.id;
         assert.equal((await store.listSeries(id)).length, 3);
         assert.deepEqual(await countsByRow(store), { [`${id}/r1`]: 2, [`${id}/r2`]: 1, [`${id}/r3`]: 1 });
+      }));
+
+    it("writes queued without waiting for each other see each other's entities and series", () =>
+      withStore(open, undefined, async (store) => {
+        await store.transaction((tx) =>
+          Promise.all([
+            tx.write(batch),
+            tx.write({
+              entities: [],
+              samples: [sample("2024-05-01T11:00:00Z", 5), sample("2024-05-01T11:00:00Z", 6, row("r3"))],
+            }),
+          ]),
+        );
+        const [entity] = await store.listEntities({ includeDeleted: false });
+        assert.ok(entity !== undefined, "the entity is stored once");
+        assert.equal((await store.listSeries(entity.id)).length, 3);
+        const id = entity.id;
+        assert.deepEqual(await countsByRow(store), { [`${id}/r1`]: 2, [`${id}/r2`]: 1, [`${id}/r3`]: 1 });
+      }));
+
+    it("a transaction whose hash keys were stored before stores its write once, and answers false for them", () =>
+      withStore(open, undefined, async (store) => {
+        const write = (at: string) => (tx: StoreTransaction) =>
+          tx.claim([hash("h1"), hash("h2")]).then(async (fresh) => {
+            // As the ingester does: only what the claim calls new is written.
+            if (fresh[1] === true) await tx.write({ entities: [], samples: [sample(at, 1)] });
+            return fresh;
+          });
+        assert.deepEqual(await store.transaction(write("2024-05-01T10:00:00Z")), [true, true]);
+        assert.deepEqual(await store.transaction(write("2024-05-01T11:00:00Z")), [false, false]);
+        const [entity] = await store.listEntities({ includeDeleted: false });
+        assert.ok(entity !== undefined);
+        assert.deepEqual(await countsByRow(store), { [`${entity.id}/r1`]: 1 });
+      }));
+
+    it("a claim of hash keys only with a malformed one is a StoreDataError, and the transaction stays usable", () =>
+      withStore(open, undefined, async (store) => {
+        const after = await store.transaction(async (tx) => {
+          await assert.rejects(tx.claim([hash("h"), hash("\uDC00")]), isDataError());
+          return tx.claim([hash("h")]);
+        });
+        assert.deepEqual(after, [true]);
       }));
 
     it("a write refused with StoreDataError writes nothing, and the rest commits", () =>

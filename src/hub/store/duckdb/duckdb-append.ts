@@ -28,22 +28,23 @@ export async function appendRows(
   types: readonly DuckDBType[],
   rows: readonly (readonly DuckDBValue[])[],
 ): Promise<void> {
-  if (rows.length === 0) return;
-  const appender: DuckDBAppender = await connection.createAppender(table);
-  try {
-    for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
-      const slice = rows.slice(start, start + CHUNK_ROWS);
-      const chunk = DuckDBDataChunk.create(types, slice.length);
-      types.forEach((_, column) => {
-        chunk.setColumnValues(
-          column,
-          slice.map((row) => row[column] ?? null),
-        );
-      });
-      appender.appendDataChunk(chunk);
-    }
-  } finally {
-    appender.closeSync();
+  if (rows.length > 0) await appendChunks(connection, table, rowChunks(types, rows));
+}
+
+function* rowChunks(
+  types: readonly DuckDBType[],
+  rows: readonly (readonly DuckDBValue[])[],
+): Generator<DuckDBDataChunk> {
+  for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
+    const slice = rows.slice(start, start + CHUNK_ROWS);
+    const chunk = DuckDBDataChunk.create(types, slice.length);
+    types.forEach((_, column) => {
+      chunk.setColumnValues(
+        column,
+        slice.map((row) => row[column] ?? null),
+      );
+    });
+    yield chunk;
   }
 }
 
@@ -51,50 +52,57 @@ export async function appendRows(
 const SAMPLE_TYPES = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
 
 /**
- * Bulk-loads the cells of `cells` into `samples`, `ids` holding each cell's series id (by cell
- * index), one DataChunk per 2048 cells. The vectors are filled straight from the cell columns: no
- * array per column or chunk, and one TIMESTAMPTZ value per row (its cells share the time). A value
- * that is not a finite number (NaN: the text is none) is stored as NULL: only those aggregate.
+ * The DataChunks that load the cells of `cells` into `samples`, `ids` holding each cell's series id
+ * (by cell index), 2048 cells each, made one at a time as they are taken: they need no connection,
+ * so a transaction can make some while its connection runs a statement (duckdb-transaction.ts). The
+ * vectors are filled straight from the cell columns: no array per column or chunk, and one
+ * TIMESTAMPTZ value per row (its cells share the time). A value that is not a finite number (NaN:
+ * the text is none) is stored as NULL: only those aggregate.
  */
-export async function appendSampleColumns(
-  connection: DuckDBConnection,
-  cells: SampleRows,
-  ids: Int32Array,
-): Promise<void> {
+export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<DuckDBDataChunk> {
   let total = 0;
   for (const row of cells.rows) total += row.end - row.start;
   if (total === 0) return;
   const { texts, values } = cells;
-  const appender: DuckDBAppender = await connection.createAppender("samples");
-  try {
-    let chunk = sampleChunk(Math.min(CHUNK_ROWS, total));
-    let at = 0; // position in the chunk
-    let left = total;
-    // NULL values are set last in each chunk: the vector keeps no validity mask until the first
-    // NULL, and sets each later item's bit with BigInt arithmetic (a twentieth of a write).
-    const nulls: number[] = [];
-    for (const row of cells.rows) {
-      const time = timestampTz(row.at);
-      for (let c = row.start; c < row.end; c++) {
-        chunk.series.setItem(at, ids[c] as number);
-        chunk.times.setItem(at, time);
-        const value = values[c] as number;
-        if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
-        else nulls.push(at);
-        chunk.strings.setItem(at, texts[c] as string);
-        at += 1;
-        left -= 1;
-        if (at === chunk.size) {
-          for (const n of nulls) chunk.numbers.setItem(n, null);
-          nulls.length = 0;
-          for (const vector of [chunk.series, chunk.times, chunk.numbers, chunk.strings]) vector.flush();
-          appender.appendDataChunk(chunk.chunk);
-          if (left === 0) return;
-          chunk = sampleChunk(Math.min(CHUNK_ROWS, left));
-          at = 0;
-        }
+  let chunk = sampleChunk(Math.min(CHUNK_ROWS, total));
+  let at = 0; // position in the chunk
+  let left = total;
+  // NULL values are set last in each chunk: the vector keeps no validity mask until the first
+  // NULL, and sets each later item's bit with BigInt arithmetic (a twentieth of a write).
+  const nulls: number[] = [];
+  for (const row of cells.rows) {
+    const time = timestampTz(row.at);
+    for (let c = row.start; c < row.end; c++) {
+      chunk.series.setItem(at, ids[c] as number);
+      chunk.times.setItem(at, time);
+      const value = values[c] as number;
+      if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
+      else nulls.push(at);
+      chunk.strings.setItem(at, texts[c] as string);
+      at += 1;
+      left -= 1;
+      if (at === chunk.size) {
+        for (const n of nulls) chunk.numbers.setItem(n, null);
+        nulls.length = 0;
+        for (const vector of [chunk.series, chunk.times, chunk.numbers, chunk.strings]) vector.flush();
+        yield chunk.chunk;
+        if (left === 0) return;
+        chunk = sampleChunk(Math.min(CHUNK_ROWS, left));
+        at = 0;
       }
     }
+  }
+}
+
+/** Appends `chunks` (of `table`'s columns, in table order) to `table`, inside the open transaction. */
+export async function appendChunks(
+  connection: DuckDBConnection,
+  table: string,
+  chunks: Iterable<DuckDBDataChunk>,
+): Promise<void> {
+  const appender: DuckDBAppender = await connection.createAppender(table);
+  try {
+    for (const chunk of chunks) appender.appendDataChunk(chunk);
   } finally {
     appender.closeSync();
   }

@@ -159,6 +159,11 @@ async function claimNewHashes(
   hashes: readonly { index: number; hash: string }[],
   fresh: boolean[],
 ): Promise<void> {
+  await insertNewDigests(connection, newDigests(hashes, fresh));
+}
+
+/** Marks the first key of each digest in `hashes` fresh; returns the distinct digests. */
+function newDigests(hashes: readonly { index: number; hash: string }[], fresh: boolean[]): Set<bigint> {
   const digests = new Set<bigint>();
   for (const { index, hash } of hashes) {
     const digest = digestOf(hash);
@@ -166,6 +171,27 @@ async function claimNewHashes(
     digests.add(digest);
     fresh[index] = true;
   }
+  return digests;
+}
+
+/**
+ * The optimistic claim of keys that are all hash keys, in two steps so the caller can go on while
+ * the database works: `fresh` (the first key of each digest, known without the database) and
+ * `insert`, which inserts the digests on `connection` (inside a transaction) and throws a
+ * DigestConflict when one was stored. Throws StoreDataError for a malformed key.
+ */
+export function planOptimisticClaim(keys: readonly MessageKey[]): {
+  fresh: boolean[];
+  insert: (connection: DuckDBConnection) => Promise<void>;
+} {
+  for (const key of keys) checkMessageKey(key);
+  const fresh = new Array<boolean>(keys.length).fill(false);
+  const digests = newDigests(groupMessageKeys(keys).hashes, fresh);
+  return { fresh, insert: (connection) => insertNewDigests(connection, digests) };
+}
+
+async function insertNewDigests(connection: DuckDBConnection, digests: ReadonlySet<bigint>): Promise<void> {
+  if (digests.size === 0) return;
   try {
     await connection.run(`INSERT INTO message_digests SELECT ${DIGESTS_FROM_TEXT}`, digestText(digests), {
       digests: VARCHAR,

@@ -12,10 +12,22 @@
  *    needs one), checked against `maxSeriesPerEntity`;
  * 3. writes: one statement per entity upsert or new entity, one bulk insert each of new series,
  *    samples and events through the appender.
+ * What needs no connection — phase 1, the series the caches know, and (when they know every one)
+ * the first sample chunks — is done as soon as `write` is called, while the statements queued
+ * before it run (an optimistic claim, which answers at once and inserts its digests meanwhile):
+ * the connection then goes from the claim's insert straight to the appends (issue 12).
  * Everything learnt goes into `pending`; the store copies it into its caches only after COMMIT, so
  * a rolled-back transaction leaves no id behind that the database does not hold.
  */
-import { type DuckDBConnection, type DuckDBValue, INTEGER, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import {
+  type DuckDBConnection,
+  type DuckDBDataChunk,
+  type DuckDBValue,
+  INTEGER,
+  LIST,
+  listValue,
+  VARCHAR,
+} from "@duckdb/node-api";
 import { asEntityId, type EntityId } from "../../../ids.js";
 import {
   checkAttributes,
@@ -40,8 +52,8 @@ import {
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
-import { appendRows, appendSampleColumns, timestampTz, toNumber } from "./duckdb-append.js";
-import { claimMessageKeys } from "./duckdb-claims.js";
+import { appendChunks, appendRows, sampleChunks, timestampTz, toNumber } from "./duckdb-append.js";
+import { claimMessageKeys, planOptimisticClaim } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
 
 export interface EntityState {
@@ -111,6 +123,33 @@ interface SeriesSlot {
   lookedUp: boolean;
 }
 
+/** The series a write found in the caches, and the ones it still has to look up or create. */
+interface CachedSeries {
+  readonly slots: SeriesSlot[];
+  /** Per cell: its series id, once known. */
+  readonly ids: Int32Array;
+  /** The cells whose series no cache held, each with its slot. */
+  readonly missCells: number[];
+  readonly missSlots: number[];
+  /** The slots of entities that exist: looked up in the database. */
+  readonly misses: SeriesSlot[];
+}
+
+/** What a write works out before its turn on the connection (see `write`). */
+interface PreparedWrite {
+  readonly batch: IngestBatch;
+  readonly cells: SampleRows;
+  readonly cached: CachedSeries;
+  /** Sample chunks, some made already; set when the caches knew every series. */
+  readonly chunks: Iterable<DuckDBDataChunk> | undefined;
+}
+
+/**
+ * Sample chunks (2048 samples each) a write makes before its turn on the connection, at most: the
+ * native memory a part holds ahead stays bounded whatever the size of its rows.
+ */
+const EARLY_SAMPLE_CHUNKS = 32;
+
 /** DuckDB errors that depend on the data written, not on the state of the database. */
 const DATA_ERROR = /^(Conversion Error|Out of Range Error)\b/;
 
@@ -125,6 +164,9 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   /** Set when a careful claim found a hash key stored before (a replay or redelivery). */
   duplicateDigests = false;
 
+  /** Writes called and not yet done: a write prepares early only with none ahead of it. */
+  private writesAhead = 0;
+
   /** `optimisticClaims`: hash keys are claimed as if new (claimMessageKeys), DigestConflict if not. */
   constructor(
     private readonly c: DuckDBConnection,
@@ -136,6 +178,19 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
+    if (this.optimisticClaims && keys.every((key) => key.kind === "hash")) {
+      // Known without the database: the insert runs on the queue while the caller goes on, and a
+      // digest stored before fails the transaction (DigestConflict: the store runs it again with
+      // the careful claim).
+      let plan: ReturnType<typeof planOptimisticClaim>;
+      try {
+        plan = planOptimisticClaim(keys);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      this.run(() => plan.insert(this.c)).catch(() => undefined); // the failure is the transaction's
+      return Promise.resolve(plan.fresh);
+    }
     return this.run(async () => {
       const fresh = await claimMessageKeys(this.c, keys, this.optimisticClaims);
       if (keys.some((key, i) => key.kind === "hash" && fresh[i] !== true)) this.duplicateDigests = true;
@@ -143,16 +198,34 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     });
   }
 
+  /**
+   * Queues a write. With no write ahead of it in this transaction (whose changes it would read), it
+   * is prepared now (see the module comment); a refusal of the checks then comes at once.
+   */
   write(batch: IngestBatch): Promise<void> {
-    return this.run(() => this.writeBatch(batch));
+    let early: PreparedWrite | undefined;
+    if (this.writesAhead === 0) {
+      try {
+        early = this.prepare(batch, true);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    this.writesAhead += 1;
+    return this.run(() => this.writeBatch(early ?? this.prepare(batch, false))).finally(() => {
+      this.writesAhead -= 1;
+    });
   }
 
   private entityOf(key: string): EntityState | undefined {
     return this.pending.entities.get(key) ?? this.caches.entities.get(key);
   }
 
-  private async writeBatch(batch: IngestBatch): Promise<void> {
-    const events = batch.events ?? [];
+  /**
+   * Phase 1 and the cached part of phase 2; `early`: also the first sample chunks when the caches
+   * knew every series (at most EARLY_SAMPLE_CHUNKS; the rest are made on the connection's turn).
+   */
+  private prepare(batch: IngestBatch, early: boolean): PreparedWrite {
     for (const u of batch.entities) {
       checkEntityKey(u.key);
       checkAttributes(u.attributes);
@@ -164,9 +237,35 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       checkTime("sample time", row.at);
       for (let c = row.start; c < row.end; c++) checkText("sample text", cells.texts[c] as string);
     }
-    for (const event of events) checkEvent(event);
+    for (const event of batch.events ?? []) checkEvent(event);
+    const cached = this.cachedSeries(cells);
+    if (!early || cached.slots.length > 0) return { batch, cells, cached, chunks: undefined };
+    const rest = sampleChunks(cells, cached.ids);
+    const made: DuckDBDataChunk[] = [];
+    try {
+      while (made.length < EARLY_SAMPLE_CHUNKS) {
+        const next = rest.next();
+        if (next.done === true) break;
+        made.push(next.value);
+      }
+    } catch {
+      // Made again on the connection's turn, where a DuckDB error becomes a StoreDataError.
+      return { batch, cells, cached, chunks: undefined };
+    }
+    return {
+      batch,
+      cells,
+      cached,
+      chunks: (function* () {
+        yield* made;
+        yield* rest;
+      })(),
+    };
+  }
 
-    const { slots, ids, missCells, missSlots, counts } = await this.resolveSeries(cells);
+  private async writeBatch({ batch, cells, cached, chunks }: PreparedWrite): Promise<void> {
+    const events = batch.events ?? [];
+    const { slots, ids, missCells, missSlots, counts } = await this.resolveSeries(cached);
 
     try {
       for (const upsert of batch.entities) await this.upsertEntity(upsert);
@@ -176,7 +275,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         if (id === undefined) throw new Error("internal: a sample's series has no id");
         ids[missCells[m] as number] = id;
       }
-      await this.appendSamples(cells, ids);
+      await this.appendSamples(cells, chunks ?? sampleChunks(cells, ids));
       if (events.length > 0) {
         const entities: (EntityId | null)[] = [];
         for (const event of events) {
@@ -200,20 +299,11 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   }
 
   /**
-   * Phase 2: the series id of each cell whose series is known (this transaction's, then the
-   * cache's), found once per row and then by column name; a slot for each distinct other series,
-   * whose ids are looked up in the database; and the refusal of the batch when an entity would
-   * exceed `maxSeriesPerEntity`. Reads only.
+   * Phase 2, without the database: the series id of each cell whose series is known (this
+   * transaction's, then the cache's), found once per row and then by column name; and a slot for
+   * each distinct other series.
    */
-  private async resolveSeries(cells: SampleRows): Promise<{
-    slots: SeriesSlot[];
-    /** Per cell: its series id, once known. */
-    ids: Int32Array;
-    /** The cells whose series no cache held, each with its slot. */
-    missCells: number[];
-    missSlots: number[];
-    counts: Map<string, number>;
-  }> {
+  private cachedSeries(cells: SampleRows): CachedSeries {
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, number>();
     const ids = new Int32Array(cells.texts.length);
@@ -279,6 +369,20 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         missSlots.push(slot);
       }
     }
+    return { slots, ids, missCells, missSlots, misses };
+  }
+
+  /**
+   * Phase 2, with the database: the ids of the slots of entities that exist, looked up; and the
+   * refusal of the batch when an entity would exceed `maxSeriesPerEntity`. Reads only.
+   */
+  private async resolveSeries({ slots, ids, missCells, missSlots, misses }: CachedSeries): Promise<{
+    slots: SeriesSlot[];
+    ids: Int32Array;
+    missCells: number[];
+    missSlots: number[];
+    counts: Map<string, number>;
+  }> {
     if (misses.length > 0) await this.lookupSeries(misses);
 
     // New series per entity, against the entity's count.
@@ -493,8 +597,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     }
   }
 
-  /** Bulk-inserts the samples, `ids` holding each cell's series id; widens the pending time span. */
-  private async appendSamples(cells: SampleRows, ids: Int32Array): Promise<void> {
+  /** Bulk-inserts the samples of `cells` (their `chunks`); widens the pending time span. */
+  private async appendSamples(cells: SampleRows, chunks: Iterable<DuckDBDataChunk>): Promise<void> {
     if (cells.rows.length === 0) return;
     let span = this.pending.span;
     for (const { at } of cells.rows) {
@@ -502,7 +606,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       else if (at < span.firstMs) span.firstMs = at;
       else if (at > span.lastMs) span.lastMs = at;
     }
-    await appendSampleColumns(this.c, cells, ids);
+    await appendChunks(this.c, "samples", chunks);
     this.pending.span = span;
   }
 }
