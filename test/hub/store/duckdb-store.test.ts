@@ -13,6 +13,7 @@ import {
   percentileDecimals,
   scanWindow,
 } from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";
+import { DUCKDB_STORAGE_VERSION } from "../../../src/hub/store/duckdb/duckdb-settings.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import { openStore } from "../../../src/hub/store/open-store.js";
 import type { IngestBatch } from "../../../src/hub/store/store.js";
@@ -121,6 +122,18 @@ describe("DuckDB store", () => {
       store.transaction(async () => undefined),
       /closed/,
     );
+  });
+
+  it("creates its file in storage format v1.2.0 (DUCKDB_STORAGE_VERSION), not DuckDB's default", async () => {
+    const path = freshFile();
+    const store = await createDuckDbStore({ path });
+    await store.migrate();
+    await store.close();
+    const [[tags]] = (await rawRows(
+      path,
+      "SELECT tags FROM duckdb_databases() WHERE NOT internal AND database_name NOT IN ('memory', 'temp')",
+    )) as [[{ key: string; value: string }[]]];
+    assert.deepEqual(tags, [{ key: "storage_version", value: `${DUCKDB_STORAGE_VERSION}+` }]);
   });
 
   it("keeps one message_ranges row per origin for in-order delivery, and merges a filled gap", async () => {

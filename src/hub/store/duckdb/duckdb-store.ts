@@ -61,7 +61,7 @@ import {
   rowNamesSql,
 } from "./duckdb-queries.js";
 import { DUCKDB_SCHEMA, HAS_MESSAGE_HASHES, MIGRATE_MESSAGE_HASHES } from "./duckdb-schema.js";
-import { duckDbMachineSettings } from "./duckdb-settings.js";
+import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings } from "./duckdb-settings.js";
 import {
   DuckDbTransaction,
   type EntityState,
@@ -102,6 +102,7 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
   const instance = await DuckDBInstance.create(options.path, {
     memory_limit: options.memoryLimit ?? machine.memoryLimit,
     threads: String(machine.threads),
+    storage_compatibility_version: DUCKDB_STORAGE_VERSION,
   });
   if (created) await chmod(options.path, 0o600).catch(() => undefined); // not created: nothing to narrow
   const writer = await instance.connect();

@@ -1,0 +1,96 @@
+/**
+ * The DuckDB store's storage format (issue 12; docs/decisions.md): the time of a CHECKPOINT as the
+ * message-digest index grows, in a file of the format the store creates (DUCKDB_STORAGE_VERSION)
+ * beside one of DuckDB's default format (v0.10.2's, which rewrites every index at each checkpoint).
+ * Each run creates a file with the store's schema, claims DIGESTS message digests through the
+ * store's own claim code (transactions of 2 000, as backfill parts), and checkpoints after every
+ * tenth of them; it prints the checkpoint times at each step and their ratio at the end. The runs
+ * alternate A B A B for VIGIL_BENCH_ROUNDS rounds (default 2). Never fails on time.
+ */
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { claimMessageKeys } from "../src/hub/store/duckdb/duckdb-claims.js";
+import { DUCKDB_SCHEMA } from "../src/hub/store/duckdb/duckdb-schema.js";
+import { DUCKDB_STORAGE_VERSION } from "../src/hub/store/duckdb/duckdb-settings.js";
+import type { MessageKey } from "../src/hub/store/store.js";
+import { median } from "./load.js";
+import { benchRounds, SMOKE } from "./settings.js";
+
+const ROUNDS = benchRounds(2);
+const DIGESTS = SMOKE ? 200_000 : 1_000_000;
+const PER_TRANSACTION = 2_000;
+const STEPS = 10;
+const BASELINE_VERSION = "v0.10.2"; // DuckDB's default
+
+/** Checkpoint ms after each tenth of the digests, in a new file of `version`. */
+async function run(version: string, dir: string): Promise<number[]> {
+  const path = join(dir, `${version}-${Date.now()}.duckdb`);
+  const instance = await DuckDBInstance.create(path, {
+    threads: "2",
+    storage_compatibility_version: version,
+  });
+  const connection = await instance.connect();
+  try {
+    for (const statement of DUCKDB_SCHEMA) await connection.run(statement);
+    const times: number[] = [];
+    let n = 0;
+    for (let step = 0; step < STEPS; step += 1) {
+      for (let t = 0; t < DIGESTS / STEPS / PER_TRANSACTION; t += 1) {
+        const keys: MessageKey[] = [];
+        for (let i = 0; i < PER_TRANSACTION; i += 1, n += 1)
+          keys.push({ kind: "hash", hash: createHash("sha256").update(`${path}:${n}`).digest("hex") });
+        await connection.run("BEGIN TRANSACTION");
+        await claimMessageKeys(connection, keys, true);
+        await connection.run("COMMIT");
+      }
+      const started = performance.now();
+      await connection.run("CHECKPOINT");
+      times.push(performance.now() - started);
+    }
+    return times;
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+    rmSync(path, { force: true });
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "vigil-bench-storage-"));
+try {
+  const subject: number[][] = [];
+  const baseline: number[][] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    subject.push(await run(DUCKDB_STORAGE_VERSION, dir));
+    baseline.push(await run(BASELINE_VERSION, dir));
+  }
+  const step = (runs: number[][], i: number) => Math.round(median(runs.map((r) => r[i] as number)));
+  const last = STEPS - 1;
+  const a = step(subject, last);
+  const b = step(baseline, last);
+  console.log(
+    JSON.stringify({
+      bench: "duckdb-storage",
+      rounds: ROUNDS,
+      digests: DIGESTS,
+      checkpoint_ms_by_tenth: {
+        [DUCKDB_STORAGE_VERSION]: subject[0]?.map((_, i) => step(subject, i)),
+        [BASELINE_VERSION]: baseline[0]?.map((_, i) => step(baseline, i)),
+      },
+      table: [
+        [
+          `DuckDB CHECKPOINT ms at ${DIGESTS} message digests, storage ${DUCKDB_STORAGE_VERSION}`,
+          a,
+          `${b} storage ${BASELINE_VERSION}`,
+          Number((a / b).toFixed(3)),
+          "",
+          "",
+        ],
+      ],
+    }),
+  );
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
