@@ -15,7 +15,9 @@
  * a line saying why when unreachable. Prints one JSON line per store: median samples/s of each,
  * the ratio of the medians, whether the goal is met, and the CPU time of the process (every
  * thread: the hub's and DuckDB's) per sample, which moves less than rates on a busy machine.
- * `VIGIL_BENCH_BACKFILL_STORE=duckdb|postgres` runs one store only (for `node --cpu-prof`). Never
+ * `VIGIL_BENCH_BACKFILL_STORE=duckdb|postgres` runs one store only (for `node --cpu-prof`);
+ * `VIGIL_BENCH_BACKFILL_BASELINE=0` leaves out the `Store.ingest()` runs, so each round measures the
+ * POST path alone on a store that grows by its data only (for A/B runs of two commits). Never
  * fails on time; fails when the hub rejects a message or reports a duplicate (the data would be wrong).
  */
 import { randomBytes } from "node:crypto";
@@ -47,6 +49,7 @@ const T0 = Date.UTC(2025, 0, 1); // day 0 is the warm-up; run k of a round uses 
 const GOALS = { duckdb: 500_000, postgres: 200_000 } as const;
 const PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
 const COLUMNS = Array.from({ length: CELLS }, (_, c) => `metric_${c}`);
+const WITH_BASELINE = process.env.VIGIL_BENCH_BACKFILL_BASELINE !== "0";
 
 const setup = parseSetup("gateway: { name: GW }\nhub: { port: 0, security: { enabled: false } }\n");
 
@@ -207,7 +210,7 @@ async function measure(kind: "duckdb" | "postgres", storeUrl: string): Promise<R
       for (let round = 0; round < ROUNDS; round += 1) {
         const day = 1 + round * 2;
         subject.push(await post(url, bodies(day, POSTS)));
-        baseline.push(await direct(store, sampleBatches(day + 1, POSTS)));
+        if (WITH_BASELINE) baseline.push(await direct(store, sampleBatches(day + 1, POSTS)));
       }
       const a = median(subject.map((r) => r.rate));
       const b = median(baseline.map((r) => r.rate));
@@ -218,13 +221,17 @@ async function measure(kind: "duckdb" | "postgres", storeUrl: string): Promise<R
         messages_per_post: MESSAGES_PER_POST,
         samples_per_round: POSTS * MESSAGES_PER_POST * (CELLS + 1),
         backfill_samples_per_s: Math.round(a),
-        baseline_store_ingest_samples_per_s: Math.round(b),
-        ratio_vs_baseline: Number((a / b).toFixed(3)),
         backfill_runs: subject.map((r) => Math.round(r.rate)),
-        baseline_runs: baseline.map((r) => Math.round(r.rate)),
         // CPU of every thread (the hub's and the store's) per sample: steadier than rates on a busy machine.
         backfill_cpu_us_per_sample: Number(median(subject.map((r) => r.cpuUs)).toFixed(3)),
-        baseline_cpu_us_per_sample: Number(median(baseline.map((r) => r.cpuUs)).toFixed(3)),
+        ...(WITH_BASELINE
+          ? {
+              baseline_store_ingest_samples_per_s: Math.round(b),
+              ratio_vs_baseline: Number((a / b).toFixed(3)),
+              baseline_runs: baseline.map((r) => Math.round(r.rate)),
+              baseline_cpu_us_per_sample: Number(median(baseline.map((r) => r.cpuUs)).toFixed(3)),
+            }
+          : {}),
         goal_samples_per_s: GOALS[kind],
         goal_met: a >= GOALS[kind],
       };

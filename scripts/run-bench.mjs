@@ -121,8 +121,10 @@ const ROWS = {
     [
       `backfill POST /v0/messages samples/s, ${r.store === "duckdb" ? "DuckDB" : "PostgreSQL"}`,
       r.backfill_samples_per_s,
-      `${r.baseline_store_ingest_samples_per_s} Store.ingest()`,
-      r.ratio_vs_baseline,
+      r.baseline_store_ingest_samples_per_s === undefined
+        ? ""
+        : `${r.baseline_store_ingest_samples_per_s} Store.ingest()`,
+      r.ratio_vs_baseline ?? "",
       `≥ ${r.goal_samples_per_s}`,
       r.goal_met,
     ],
