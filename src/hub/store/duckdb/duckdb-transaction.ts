@@ -376,13 +376,13 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
    * Phase 2, with the database: the ids of the slots of entities that exist, looked up; and the
    * refusal of the batch when an entity would exceed `maxSeriesPerEntity`. Reads only.
    */
-  private async resolveSeries({ slots, ids, missCells, missSlots, misses }: CachedSeries): Promise<{
-    slots: SeriesSlot[];
-    ids: Int32Array;
-    missCells: number[];
-    missSlots: number[];
-    counts: Map<string, number>;
-  }> {
+  private async resolveSeries({
+    slots,
+    ids,
+    missCells,
+    missSlots,
+    misses,
+  }: CachedSeries): Promise<Omit<CachedSeries, "misses"> & { counts: Map<string, number> }> {
     if (misses.length > 0) await this.lookupSeries(misses);
 
     // New series per entity, against the entity's count.
