@@ -147,7 +147,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
     deadLetters,
     reloadCertificates: (files) => void certificates.reload(files),
     async start(port = setup.hub.port, host = "127.0.0.1") {
-      await store.migrate();
+      for (const notice of await store.migrate()) http.log.warn({ store: store.kind }, notice);
       await ingester.init();
       retention.start();
       if (consumer !== undefined) {

@@ -322,8 +322,11 @@ export interface SeriesInfo {
 export interface Store {
   /** Which implementation, for logs: "duckdb" or "postgres". */
   readonly kind: string;
-  /** Creates tables when missing. Idempotent. */
-  migrate(): Promise<void>;
+  /**
+   * Creates tables when missing, and upgrades them. Idempotent. Resolves with what an operator
+   * should know of the store it found (the hub logs each as a warning at start), usually nothing.
+   */
+  migrate(): Promise<readonly string[]>;
   /**
    * Commits entities, samples and events in one transaction (a {@link Store.transaction} with one
    * `write`); resolves once they are durable.

@@ -36,7 +36,7 @@ class FakeStore {
   asStore(): Store {
     return {
       kind: "fake",
-      migrate: async () => {},
+      migrate: async () => [],
       ingest: async (batch) => {
         this.committed.push(batch);
       },

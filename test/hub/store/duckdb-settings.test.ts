@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { cgroupMemoryLimit, duckDbMachineSettings } from "../../../src/hub/store/duckdb/duckdb-settings.js";
+import {
+  cgroupMemoryLimit,
+  duckDbMachineSettings,
+  olderFormat,
+} from "../../../src/hub/store/duckdb/duckdb-settings.js";
 
 const GIB = 1024 ** 3;
 
@@ -48,5 +52,19 @@ describe("DuckDB settings from the machine", () => {
     assert.match(String(rows[0]?.m), /MiB$/);
     c.closeSync();
     instance.closeSync();
+  });
+
+  it("tells an older storage format from the store's by version, and never calls an unreadable one older", () => {
+    // biome-ignore format: one line per case (STYLE 16)
+    const cases: [string, string, boolean][] = [
+      ["v1.0.0+", "v1.2.0", true],
+      ["v0.10.2+", "v1.2.0", true],
+      ["v1.2.0+", "v1.2.0", false],
+      ["v1.5.0+", "v1.2.0", false],
+      ["v1.10.0+", "v1.2.0", false],
+      ["v2.0.0", "v1.2.0", false],
+      ["unknown", "v1.2.0", false],
+    ];
+    for (const [version, than, older] of cases) assert.equal(olderFormat(version, than), older, version);
   });
 });

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { digestOf } from "../../../src/hub/store/duckdb/duckdb-claims.js";
@@ -134,6 +134,24 @@ describe("DuckDB store", () => {
       "SELECT tags FROM duckdb_databases() WHERE NOT internal AND database_name NOT IN ('memory', 'temp')",
     )) as [[{ key: string; value: string }[]]];
     assert.deepEqual(tags, [{ key: "storage_version", value: `${DUCKDB_STORAGE_VERSION}+` }]);
+  });
+
+  it("warns at migrate about a file of an older storage format, not about its own", async () => {
+    const path = freshFile();
+    await mkdir(dirname(path), { recursive: true });
+    const old = await DuckDBInstance.create(path); // DuckDB's default format
+    old.closeSync();
+    const store = await createDuckDbStore({ path });
+    const notices = await store.migrate();
+    await store.close();
+    assert.equal(notices.length, 1);
+    assert.match(notices[0] ?? "", /is in storage format v1\.0\.0\+, older than v1\.2\.0: each checkpoint/);
+    const fresh = await createDuckDbStore({ path: freshFile() });
+    assert.deepEqual(await fresh.migrate(), []);
+    await fresh.close();
+    const memory = await createDuckDbStore({ path: ":memory:" });
+    assert.deepEqual(await memory.migrate(), []);
+    await memory.close();
   });
 
   it("keeps one message_ranges row per origin for in-order delivery, and merges a filled gap", async () => {

@@ -25,6 +25,20 @@ const MIB = 1024 * 1024;
  */
 export const DUCKDB_STORAGE_VERSION = "v1.2.0";
 
+/**
+ * Whether DuckDB's storage version `version` (as a file's `storage_version` tag gives it, e.g.
+ * "v1.0.0+") is older than `than` (e.g. "v1.2.0"). A version it cannot read is not called older.
+ */
+export function olderFormat(version: string, than: string): boolean {
+  const parts = (v: string) => /^v(\d+)\.(\d+)\.(\d+)\+?$/.exec(v)?.slice(1).map(Number);
+  const a = parts(version);
+  const b = parts(than);
+  if (a === undefined || b === undefined) return false;
+  for (let i = 0; i < 3; i++)
+    if ((a[i] as number) !== (b[i] as number)) return (a[i] as number) < (b[i] as number);
+  return false;
+}
+
 export interface DuckDbMachineSettings {
   /** DuckDB's `memory_limit`, e.g. "384MB" (DuckDB reads MB as MiB). */
   readonly memoryLimit: string;

@@ -61,7 +61,7 @@ import {
   rowNamesSql,
 } from "./duckdb-queries.js";
 import { DUCKDB_SCHEMA, HAS_MESSAGE_HASHES, MIGRATE_MESSAGE_HASHES } from "./duckdb-schema.js";
-import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings } from "./duckdb-settings.js";
+import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings, olderFormat } from "./duckdb-settings.js";
 import {
   DuckDbTransaction,
   type EntityState,
@@ -162,12 +162,33 @@ class DuckDbStore implements Store {
     this.series = rowSeriesCache(seriesCacheEntries);
   }
 
-  migrate(): Promise<void> {
+  migrate(): Promise<readonly string[]> {
     return this.write(async () => {
       for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
       await this.migrateMessageHashes();
       await this.loadCaches();
+      return this.formatNotices();
     });
+  }
+
+  /**
+   * A file created in an older storage format than DUCKDB_STORAGE_VERSION keeps it, and there each
+   * checkpoint rewrites every index (duckdb-settings.ts): worth a warning at start.
+   */
+  private async formatNotices(): Promise<string[]> {
+    const read = await this.writer.runAndReadAll(
+      "SELECT path, tags FROM duckdb_databases() WHERE database_name = current_database()",
+    );
+    const [path, tags] = read.getRowsJS()[0] ?? [];
+    const version = ((tags ?? []) as { key: string; value: string }[]).find(
+      (tag) => tag.key === "storage_version",
+    )?.value;
+    if (path === null || version === undefined || !olderFormat(version, DUCKDB_STORAGE_VERSION)) return [];
+    return [
+      `the DuckDB file ${String(path)} is in storage format ${version}, older than ${DUCKDB_STORAGE_VERSION}: ` +
+        "each checkpoint there rewrites every index, so ingest slows as messages accumulate; " +
+        "docs/operations.md (DuckDB file format) says how to convert it",
+    ];
   }
 
   /** Schema version 3 (duckdb-schema.ts): a version-2 file's hashes move to `message_digests`. */

@@ -112,7 +112,7 @@ class PostgresStore implements Store {
     this.series = rowSeriesCache(seriesCacheEntries);
   }
 
-  migrate(): Promise<void> {
+  migrate(): Promise<readonly string[]> {
     return this.write(async () => {
       // The advisory lock makes hubs that start together apply each migration once, in turn.
       await this.sql.begin(
@@ -130,6 +130,7 @@ class PostgresStore implements Store {
         }),
       );
       await this.loadCaches();
+      return [];
     });
   }
 
