@@ -46,8 +46,8 @@ const IN_FLIGHT_PARTS = 3;
  * event loop between slices, so the store's callbacks run promptly and it claims and commits parts
  * while the next is parsed. A part is handed in as soon as it is parsed and checked, while up to
  * IN_FLIGHT_PARTS − 1 before it are still committing, so the store goes from one commit to the next
- * and parsing goes on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts' messages and
- * samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
+ * and parsing goes on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts'
+ * messages and samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
  * of the body, so the store starts early and has little left once the body is parsed (issue 12:
  * the two ends of a body are where nothing overlaps the store's work). A store outage stops the
  * parts not yet handed in and is thrown (503): the parts committed before it stay stored (parts
@@ -97,7 +97,7 @@ async function ingestInParts(
       if (failure !== undefined) break;
     }
   } catch (error) {
-    // The parser failed (its worker stopped): answer only once the parts handed in have settled,
+    // The parser failed (a worker stopped): answer only once the parts handed in have settled,
     // so no work of this request outlives its answer or its place among MAX_CONCURRENT_BACKFILLS.
     await Promise.allSettled(parts);
     throw error;
