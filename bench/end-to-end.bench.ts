@@ -648,7 +648,8 @@ async function startProcesses(
     config,
     setupYaml(`nats: { url: "${NATS_URL}", stream: ${names.stream}, subjectPrefix: ${names.subjectPrefix} }`),
   );
-  for (const sub of ["hub", "gateway", "probe"]) mkdirSync(join(dir, sub));
+  // Owner-only, as the hub asks of a data dir (it logs a warning for one that others can read).
+  for (const sub of ["hub", "gateway", "probe"]) mkdirSync(join(dir, sub), { mode: 0o700 });
   const hub = new Service(
     "hub",
     [
