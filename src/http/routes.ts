@@ -60,18 +60,24 @@ export function resource(
   const others = app.supportedMethods.filter(
     (m) => !allowed.includes(m as never) && !(m === "HEAD" && allowed.includes("GET")),
   );
+  const notAllowed = (request: FastifyRequest, reply: FastifyReply): FastifyReply =>
+    sendError(
+      reply,
+      new VigilError(
+        "METHOD_NOT_ALLOWED",
+        { method: request.method, path: request.url.split("?")[0], allow },
+        { headers: { Allow: allow } },
+      ),
+    );
   app.route({
     method: others as HTTPMethods[],
     url,
-    ...onRequest,
-    handler: async (request, reply) =>
-      sendError(
-        reply,
-        new VigilError(
-          "METHOD_NOT_ALLOWED",
-          { method: request.method, path: request.url.split("?")[0], allow },
-          { headers: { Allow: allow } },
-        ),
-      ),
+    // Answered before the body is read (after the resource's own hook): a wrong method is a 405
+    // whatever its body, never a 400 or 415 for a body no handler would read.
+    onRequest: [
+      ...(options.onRequest === undefined ? [] : [options.onRequest]),
+      async (request: FastifyRequest, reply: FastifyReply) => notAllowed(request, reply),
+    ],
+    handler: async (request, reply) => notAllowed(request, reply),
   });
 }
