@@ -20,13 +20,11 @@
  * POST path alone on a store that grows by its data only (for A/B runs of two commits). Never
  * fails on time; fails when the hub rejects a message or reports a duplicate (the data would be wrong).
  */
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import postgres from "postgres";
 import { parseSetup } from "../src/config/load-setup.js";
 import { buildHub } from "../src/hub/app.js";
 import { numericValue } from "../src/hub/ingest/ingester.js";
@@ -35,6 +33,7 @@ import { SampleRowsBuilder } from "../src/hub/store/sample-rows.js";
 import type { EntityKey, SampleRows, Store } from "../src/hub/store/store.js";
 import { asEpochMs } from "../src/ids.js";
 import { median } from "./load.js";
+import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
 import { benchRounds, SMOKE } from "./settings.js";
 
 const ROUNDS = benchRounds(3); // A B pairs
@@ -47,7 +46,6 @@ const ROWS = ENTITIES * ROWS_PER_ENTITY;
 const DAY_MS = 86_400_000;
 const T0 = Date.UTC(2025, 0, 1); // day 0 is the warm-up; run k of a round uses day 1 + k
 const GOALS = { duckdb: 500_000, postgres: 200_000 } as const;
-const PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
 const COLUMNS = Array.from({ length: CELLS }, (_, c) => `metric_${c}`);
 const WITH_BASELINE = process.env.VIGIL_BENCH_BACKFILL_BASELINE !== "0";
 
@@ -244,21 +242,8 @@ async function measure(kind: "duckdb" | "postgres", storeUrl: string): Promise<R
 }
 
 async function pg(): Promise<Record<string, unknown>> {
-  const admin = postgres(PG_ADMIN, { max: 1, connect_timeout: 2, onnotice: () => undefined });
-  try {
-    await admin`SELECT 1`;
-  } catch {
-    await admin.end({ timeout: 1 }).catch(() => undefined);
-    return { bench: "backfill", store: "postgres", skipped: "PostgreSQL not reachable on 127.0.0.1:5432" };
-  }
-  const name = `vigil_bench_${randomBytes(5).toString("hex")}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  try {
-    return await measure("postgres", `postgres://postgres@127.0.0.1:5432/${name}`);
-  } finally {
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end({ timeout: 5 });
-  }
+  const result = await withBenchDatabase((url) => measure("postgres", url));
+  return result ?? { bench: "backfill", store: "postgres", skipped: PG_UNREACHABLE };
 }
 
 const only = process.env.VIGIL_BENCH_BACKFILL_STORE; // "duckdb" or "postgres" to run one (profiling)

@@ -17,7 +17,6 @@
  * samples/s. PostgreSQL runs in a throwaway database on 127.0.0.1:5432 (user postgres), dropped
  * after; that part is skipped, with a line saying so, when PostgreSQL is not reachable.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,6 +45,7 @@ import type {
 } from "../src/hub/store/store.js";
 import { asEpochMs } from "../src/ids.js";
 import { median } from "./load.js";
+import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
 import { benchRounds, SMOKE } from "./settings.js";
 
 const SERIES = 200;
@@ -61,7 +61,6 @@ const LARGE_BATCH = 50_000;
 const QUERY_RUNS = benchRounds(SMOKE ? 2 : 5);
 /** The 10 M-sample case: 200 series × 50 112 instants (5.8 days) = 10 022 400 samples. */
 const STEPS_10M = SMOKE ? 50_112 / 8 : 50_112;
-const PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
 
 const sampleValue = (step: number, series: number): number =>
   ((step * 7919 + series * 104_729) % 10_007) / 10;
@@ -288,104 +287,94 @@ async function duckdb10m(): Promise<Record<string, unknown>> {
 }
 
 async function pg(): Promise<Record<string, unknown>> {
-  const admin = postgres(PG_ADMIN, { max: 1, connect_timeout: 2, onnotice: () => undefined });
-  try {
-    await admin`SELECT 1`;
-  } catch {
-    await admin.end({ timeout: 1 }).catch(() => undefined);
-    return { postgres: "skipped: PostgreSQL not reachable on 127.0.0.1:5432" };
-  }
-  const name = `vigil_bench_${randomBytes(5).toString("hex")}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  try {
-    const store = await createPostgresStore({ url });
-    const rate = await backfill(store);
-    // The same TCP_NODELAY sockets as the store, so the baseline pays no delayed-ACK wait either.
-    const sql = postgres(url, {
-      max: 1,
-      onnotice: () => undefined,
-      ...({ socket: (target: PgSocketTarget) => noDelaySocket(target) } as object),
-    });
-    await sql`VACUUM ANALYZE`;
-    const p = await plan(store);
+  return (await withBenchDatabase(pgOn)) ?? { postgres: `skipped: ${PG_UNREACHABLE}` };
+}
 
-    // Baseline: a bare table loaded by COPY, and PostgreSQL's own date_bin and percentile_disc.
-    await sql`CREATE TABLE raw (series_id integer, ts timestamptz, value double precision)`;
-    const copyStarted = performance.now();
-    const stream = await sql`COPY raw (series_id, ts, value) FROM STDIN`.writable();
-    let k = 0;
-    await pipeline(
-      Readable.from(
-        (function* () {
-          for (const batch of samples()) {
-            let text = "";
-            for (const [i, x] of batch.entries()) {
-              text += `${(k + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
-            }
-            k += batch.length;
-            yield text;
+/** The PostgreSQL part on the throwaway database at `url`. */
+async function pgOn(url: string): Promise<Record<string, unknown>> {
+  const store = await createPostgresStore({ url });
+  const rate = await backfill(store);
+  // The same TCP_NODELAY sockets as the store, so the baseline pays no delayed-ACK wait either.
+  const sql = postgres(url, {
+    max: 1,
+    onnotice: () => undefined,
+    ...({ socket: (target: PgSocketTarget) => noDelaySocket(target) } as object),
+  });
+  await sql`VACUUM ANALYZE`;
+  const p = await plan(store);
+
+  // Baseline: a bare table loaded by COPY, and PostgreSQL's own date_bin and percentile_disc.
+  await sql`CREATE TABLE raw (series_id integer, ts timestamptz, value double precision)`;
+  const copyStarted = performance.now();
+  const stream = await sql`COPY raw (series_id, ts, value) FROM STDIN`.writable();
+  let k = 0;
+  await pipeline(
+    Readable.from(
+      (function* () {
+        for (const batch of samples()) {
+          let text = "";
+          for (const [i, x] of batch.entries()) {
+            text += `${(k + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
           }
-        })(),
-      ),
-      stream,
-    );
-    const copyRate = SAMPLES / ((performance.now() - copyStarted) / 1000);
-    // The same COPY, one transaction per BATCH rows (what a store's ingest commits): the cost of
-    // committing (WAL flush) that no store avoids.
-    await sql`CREATE TABLE raw_batched (series_id integer, ts timestamptz, value double precision)`;
-    const batchedStarted = performance.now();
-    let j = 0;
-    for (const batch of samples()) {
-      let text = "";
-      for (const [i, x] of batch.entries())
-        text += `${(j + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
-      j += batch.length;
-      await sql.begin(async (tx) => {
-        await pipeline(
-          Readable.from([text]),
-          await tx`COPY raw_batched (series_id, ts, value) FROM STDIN`.writable(),
-        );
-      });
-    }
-    const batchedRate = SAMPLES / ((performance.now() - batchedStarted) / 1000);
-    await sql`VACUUM ANALYZE raw`;
-    // Everything written so far (this load, and an earlier bench's on the same server) is flushed
-    // before the timed queries: a spread checkpoint running beside them slowed the store's query by
-    // half in a full `npm run bench` (632 ms against 408 ms alone).
-    await sql`CHECKPOINT`;
-    const q = await abQueries(
-      () => store.queryMetrics(p),
-      async () =>
-        (
-          await sql`
+          k += batch.length;
+          yield text;
+        }
+      })(),
+    ),
+    stream,
+  );
+  const copyRate = SAMPLES / ((performance.now() - copyStarted) / 1000);
+  // The same COPY, one transaction per BATCH rows (what a store's ingest commits): the cost of
+  // committing (WAL flush) that no store avoids.
+  await sql`CREATE TABLE raw_batched (series_id integer, ts timestamptz, value double precision)`;
+  const batchedStarted = performance.now();
+  let j = 0;
+  for (const batch of samples()) {
+    let text = "";
+    for (const [i, x] of batch.entries())
+      text += `${(j + i) % SERIES}\t${new Date(x.at).toISOString()}\t${x.value}\n`;
+    j += batch.length;
+    await sql.begin(async (tx) => {
+      await pipeline(
+        Readable.from([text]),
+        await tx`COPY raw_batched (series_id, ts, value) FROM STDIN`.writable(),
+      );
+    });
+  }
+  const batchedRate = SAMPLES / ((performance.now() - batchedStarted) / 1000);
+  await sql`VACUUM ANALYZE raw`;
+  // Everything written so far (this load, and an earlier bench's on the same server) is flushed
+  // before the timed queries: a spread checkpoint running beside them slowed the store's query by
+  // half in a full `npm run bench` (632 ms against 408 ms alone).
+  await sql`CHECKPOINT`;
+  const q = await abQueries(
+    () => store.queryMetrics(p),
+    async () =>
+      (
+        await sql`
         SELECT date_bin('5 minutes', ts AT TIME ZONE 'Europe/London', '2000-01-01') AS b, count(value), sum(value),
                min(value), max(value), avg(value), var_pop(value), stddev_pop(value),
                (min(ARRAY[extract(epoch FROM ts)::float8, value]))[2], (max(ARRAY[extract(epoch FROM ts)::float8, value]))[2],
                percentile_disc(0.95) WITHIN GROUP (ORDER BY value)
         FROM raw WHERE ts >= to_timestamp(${T0 / 1000}) AND ts < to_timestamp(${(T0 + DAY_MS) / 1000})
         GROUP BY b ORDER BY b`
-        ).length,
-    );
-    await store.close();
-    await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests, vigil_migrations CASCADE`;
-    const large = await createPostgresStore({ url });
-    const largeRate = await backfill(large, LARGE_BATCH);
-    await large.close();
-    await sql.end();
-    return {
-      postgres_backfill_samples_per_s: Math.round(rate),
-      postgres_backfill_50k_batches_samples_per_s: Math.round(largeRate),
-      postgres_bare_copy_rows_per_s: Math.round(copyRate),
-      postgres_bare_copy_5k_transactions_rows_per_s: Math.round(batchedRate),
-      postgres_store_query_ms: Math.round(q.storeMs),
-      postgres_handwritten_query_ms: Math.round(q.handMs),
-      postgres_answer: summary(q.result),
-    };
-  } finally {
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
+      ).length,
+  );
+  await store.close();
+  await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests, vigil_migrations CASCADE`;
+  const large = await createPostgresStore({ url });
+  const largeRate = await backfill(large, LARGE_BATCH);
+  await large.close();
+  await sql.end();
+  return {
+    postgres_backfill_samples_per_s: Math.round(rate),
+    postgres_backfill_50k_batches_samples_per_s: Math.round(largeRate),
+    postgres_bare_copy_rows_per_s: Math.round(copyRate),
+    postgres_bare_copy_5k_transactions_rows_per_s: Math.round(batchedRate),
+    postgres_store_query_ms: Math.round(q.storeMs),
+    postgres_handwritten_query_ms: Math.round(q.handMs),
+    postgres_answer: summary(q.result),
+  };
 }
 
 const duck = await duckdb();
