@@ -77,7 +77,8 @@ async function ingestInParts(
   let part = new CheckedPart();
   let ramp = Math.min(size, SMALL_PART_MESSAGES);
   try {
-    for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size))) {
+    // Lines left after a slice only matter up to a part's size (`last` below).
+    for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size), size)) {
       addSlice(part, slice);
       // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
       // to a part at most) is committed in halves: the store starts on a body early and has little

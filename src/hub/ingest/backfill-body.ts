@@ -65,7 +65,8 @@ export function startsLikeArray(body: Uint8Array): boolean {
 
 /**
  * A slice of an NDJSON body: its bytes `[start, end)` hold `count` non-blank lines (and any blank
- * lines between them), and `left` lines (blank or not) follow it.
+ * lines between them), and `left` lines (blank or not) follow it — exactly when they are at most
+ * the `exactUpTo` that {@link lineRanges} was given, otherwise some number above it.
  */
 export interface LineRange {
   readonly start: number;
@@ -79,26 +80,46 @@ export interface LineRange {
  * without decoding the body: lines are split at each `\n` byte (never part of a longer UTF-8
  * character) and a line is blank when its text would trim to nothing. The lines are those of
  * `text.split("\n")` of the decoded body, without a blank last one (the usual final newline);
- * {@link lineDeliveries} parses each slice in the worker.
+ * {@link lineDeliveries} parses each slice in the worker. The lines left after a slice are counted
+ * ahead of it only up to `exactUpTo` + 1 (see {@link LineRange}), so each slice scans about its own
+ * share of the body: a 256 MiB body's first slice no longer waits on the hub's thread for every
+ * newline in it to be counted (13–42 ms; now under a millisecond).
  */
-export function* lineRanges(body: Uint8Array, size: number): Generator<LineRange> {
+export function* lineRanges(
+  body: Uint8Array,
+  size: number,
+  exactUpTo = Number.POSITIVE_INFINITY,
+): Generator<LineRange> {
   const bytes = bufferOf(body);
-  let lines = 1;
-  for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a, at + 1)) lines += 1;
-  const lastLine = bytes.lastIndexOf(0x0a) + 1;
-  if (firstNonSpace(bytes, lastLine, bytes.length) === bytes.length) lines -= 1;
+  const lastNewline = bytes.lastIndexOf(0x0a);
+  // The segment after the last newline is a line unless it is blank (then the text ended in one).
+  const lastIsLine = firstNonSpace(bytes, lastNewline + 1, bytes.length) < bytes.length;
+  // Newlines counted ahead: `ahead` of them lie after the current line's end, up to `scanned`.
+  let scanned = -1;
+  let ahead = 0;
+  /** Lines after the line ending at `lineEnd` (a newline, or the body's end). */
+  const linesAfter = (lineEnd: number): number => {
+    if (lineEnd >= bytes.length) return 0;
+    while (scanned < lastNewline && ahead <= exactUpTo) {
+      scanned = bytes.indexOf(0x0a, scanned + 1);
+      if (scanned > lineEnd) ahead += 1;
+    }
+    // The lines after the newline at `lineEnd`: one per newline after it, and the last segment.
+    return ahead + (lastIsLine ? 1 : 0);
+  };
   let start = 0;
   let end = 0;
   let count = 0;
-  let from = 0;
-  for (let i = 0; i < lines; i++) {
+  for (let from = 0; from <= bytes.length; ) {
     const newline = bytes.indexOf(0x0a, from);
     const lineEnd = newline === -1 ? bytes.length : newline;
+    if (newline === -1 && !lastIsLine) break; // the blank last segment is no line
+    if (lineEnd <= scanned) ahead -= 1; // this line's newline was counted ahead of an earlier line
     if (firstNonSpace(bytes, from, lineEnd) < lineEnd) {
       end = lineEnd;
       count += 1;
       if (count === size) {
-        yield { start, end, count, left: lines - i - 1 };
+        yield { start, end, count, left: linesAfter(lineEnd) };
         start = end + 1;
         count = 0;
       }

@@ -83,18 +83,24 @@ export class BackfillParser {
   }
 
   /**
-   * The checked slices of `body` (at most `size` messages each), in order. An array body's buffer
+   * The checked slices of `body` (at most `size` messages each), in order; each slice's `left`
+   * (entries after it) is exact when at most `exactUpTo`, otherwise some number above it (an NDJSON
+   * body's lines are counted ahead only that far: {@link lineRanges}). An array body's buffer
    * is moved to a worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a
    * body that starts like a JSON array and is not one, SERVICE_UNAVAILABLE (503) when a worker
    * stops, and a plain error (500) when checking throws. Breaking out of the loop drops the body.
    */
-  async *slices(body: Uint8Array, size: number): AsyncGenerator<CheckedSlice> {
+  async *slices(
+    body: Uint8Array,
+    size: number,
+    exactUpTo = Number.POSITIVE_INFINITY,
+  ): AsyncGenerator<CheckedSlice> {
     const id = this.nextJob++;
     const job: Job = { slices: new Map(), workers: new Set(), end: undefined, wake: undefined };
     this.jobs.set(id, job);
     const ask = startsLikeArray(body)
       ? this.askArray(id, job, body, size)
-      : this.askLines(id, job, body, size);
+      : this.askLines(id, job, body, size, exactUpTo);
     let next = 0;
     try {
       for (let i = 0; i < SLICES_AHEAD; i++) ask();
@@ -124,8 +130,8 @@ export class BackfillParser {
   }
 
   /** Asks for an NDJSON body's next slice of lines (cut here) from the pool's next worker. */
-  private askLines(id: number, job: Job, body: Uint8Array, size: number): () => void {
-    const ranges = lineRanges(body, size);
+  private askLines(id: number, job: Job, body: Uint8Array, size: number, exactUpTo: number): () => void {
+    const ranges = lineRanges(body, size, exactUpTo);
     let seq = 0;
     return () => {
       if (job.end !== undefined) return;

@@ -222,6 +222,23 @@ describe("backfill parser", () => {
     );
   });
 
+  test("property: lines left are counted exactly up to `exactUpTo`, and beyond it are more", () => {
+    fc.assert(
+      fc.property(body, fc.integer({ min: 1, max: 7 }), fc.nat({ max: 12 }), (bytes, size, exactUpTo) => {
+        const exact = [...lineRanges(bytes, size)];
+        const bounded = [...lineRanges(bytes, size, exactUpTo)];
+        assert.equal(bounded.length, exact.length);
+        bounded.forEach((range, i) => {
+          const full = exact[i] as (typeof exact)[number];
+          assert.deepEqual([range.start, range.end, range.count], [full.start, full.end, full.count]);
+          if (full.left <= exactUpTo) assert.equal(range.left, full.left);
+          else assert.ok(range.left > exactUpTo, `${range.left} lines left reported, ${full.left} there`);
+        });
+      }),
+      fuzzBudget(300),
+    );
+  });
+
   test("a name `__proto__` stays an ordinary own key after the move between threads", async () => {
     const message = JSON.stringify({
       type: "managedEntity",
