@@ -1,11 +1,12 @@
 /**
  * A throwaway PostgreSQL database for a bench: created on 127.0.0.1:5432 (user postgres, trust
- * auth; scripts/services.sh starts the server), dropped after whatever the bench did.
+ * auth; scripts/services.sh starts the server), dropped after whatever the bench did. The server is
+ * the tests' (test/helpers/postgres.ts).
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
+import { PG_ADMIN_URL, postgresReachable } from "../test/helpers/postgres.js";
 
-const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 /** Why a bench's PostgreSQL part did not run. */
 export const PG_UNREACHABLE = "PostgreSQL not reachable on 127.0.0.1:5432";
 
@@ -14,16 +15,11 @@ export const PG_UNREACHABLE = "PostgreSQL not reachable on 127.0.0.1:5432";
  * undefined, without calling `work`, when PostgreSQL does not answer within 2 s.
  */
 export async function withBenchDatabase<T>(work: (url: string) => Promise<T>): Promise<T | undefined> {
-  const admin = postgres(ADMIN_URL, { max: 1, connect_timeout: 2, onnotice: () => undefined });
-  try {
-    await admin`SELECT 1`;
-  } catch {
-    await admin.end({ timeout: 1 }).catch(() => undefined);
-    return undefined;
-  }
+  if (!(await postgresReachable())) return undefined;
+  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
   const name = `vigil_bench_${randomBytes(5).toString("hex")}`;
-  await admin.unsafe(`CREATE DATABASE ${name}`);
   try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
     return await work(`postgres://postgres@127.0.0.1:5432/${name}`);
   } finally {
     await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
