@@ -11,6 +11,7 @@
 import { VigilError } from "../../errors/catalog.js";
 import { asEpochMs } from "../../ids.js";
 import type { PublicV2Message } from "../../messages/types.js";
+import type { MessageKey } from "../store/store.js";
 import {
   CheckedPart,
   type CheckedTextDelivery,
@@ -215,6 +216,8 @@ export interface CheckedSlice {
   readonly times: Float64Array;
   /** The digest of each checked message (backfill messages have no id). */
   readonly digests: string[];
+  /** The time of each digest's key (its message's own time; NaN for none). */
+  readonly digestTimes: Float64Array;
   /** The checked messages that are not rows, as they are. */
   readonly others: PublicV2Message[];
   /** Per cell: its column (index into `names`), its text and its number (NaN: none). */
@@ -225,7 +228,7 @@ export interface CheckedSlice {
 
 /** The buffers {@link CheckedSlice} holds, to move them rather than copy them to the other thread. */
 export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
-  [s.items, s.times, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
+  [s.items, s.times, s.digestTimes, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
 
 /** Checks `slice` (check-message.ts) and writes the result as a {@link CheckedSlice}. */
 export function checkSlice(slice: BodySlice): CheckedSlice {
@@ -245,10 +248,12 @@ export function checkSlice(slice: BodySlice): CheckedSlice {
   const items = new Int32Array(part.checked.length * ITEM_FIELDS).fill(-1);
   const times = new Float64Array(part.checked.length).fill(Number.NaN);
   const digests: string[] = [];
+  const digestTimes = new Float64Array(part.checked.length);
   const others: PublicV2Message[] = [];
   part.checked.forEach((item, i) => {
     if (item.key.kind !== "hash") throw new Error("a backfill message has no id");
     digests.push(item.key.hash);
+    digestTimes[i] = item.key.at ?? Number.NaN;
     const at = i * ITEM_FIELDS;
     items[at + F.index] = item.index;
     items[at + F.start] = item.start;
@@ -283,6 +288,7 @@ export function checkSlice(slice: BodySlice): CheckedSlice {
     items,
     times,
     digests,
+    digestTimes,
     others,
     columns,
     texts: cells.texts,
@@ -294,14 +300,16 @@ export function checkSlice(slice: BodySlice): CheckedSlice {
 export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
   const offset = part.length;
   const cellOffset = part.cells.length;
-  const { names, items, times, digests, others } = slice;
+  const { names, items, times, digests, digestTimes, others } = slice;
   const name = (n: number): string => names[n] as string;
   for (let i = 0; i < digests.length; i++) {
     const at = i * ITEM_FIELDS;
     const index = offset + (items[at + F.index] as number);
     const start = cellOffset + (items[at + F.start] as number);
     const end = cellOffset + (items[at + F.end] as number);
-    const key = { kind: "hash", hash: digests[i] as string } as const;
+    const time = digestTimes[i] as number;
+    const hash = digests[i] as string;
+    const key: MessageKey = Number.isNaN(time) ? { kind: "hash", hash } : { kind: "hash", hash, at: time };
     const other = items[at + F.other] as number;
     if (other >= 0) {
       part.checked.push({ index, key, start, end, message: others[other] as PublicV2Message });

@@ -135,7 +135,9 @@ export function checkInto(deliveries: readonly CheckedTextDelivery[], part: Chec
         samplerType: target.type,
         dataview: target.dataview,
         row: target.row ?? "",
-        at: asEpochMs(Date.parse(sampleTime)),
+        // The key of a message without an id has its time already (messageTime).
+        at:
+          key.kind === "hash" && key.at !== undefined ? asEpochMs(key.at) : asEpochMs(Date.parse(sampleTime)),
       };
       checked.push({ index, key, row, start, end: cells.length });
     } else checked.push({ index, key, message, start, end: start });
@@ -199,8 +201,11 @@ function illFormedString(value: unknown, path = ""): string | undefined {
 
 /**
  * The de-duplication key of a message: its gateway id, or a digest when it has none of that form:
- * the SHA-256 of `JSON.stringify(message)`. `text`, the JSON text the message was parsed from
- * (holding no `\u` escape), is hashed as it is when it is that very text (canonical-json.ts).
+ * the SHA-256 of `JSON.stringify(message)`, with the message's own time (its `sampleTime` or
+ * `timestamp`), which a store may lead the digest with (message-digest.ts). `text`, the JSON text
+ * the message was parsed from (holding no `\u` escape), is hashed as it is when it is that very text
+ * (canonical-json.ts). An id of another form is hashed without a time: the id alone names the
+ * message.
  */
 export function messageKey(id: string | undefined, message: PublicV2Message, text?: string): MessageKey {
   if (id !== undefined) {
@@ -210,5 +215,16 @@ export function messageKey(id: string | undefined, message: PublicV2Message, tex
   }
   const json = text !== undefined && isCanonicalJson(text, message) ? text : JSON.stringify(message);
   // One-shot `crypto.hash` (Node ≥ 20.12): the same digest as a Hash object, at a third of its cost.
-  return { kind: "hash", hash: hash("sha256", json, "hex") };
+  const digest = hash("sha256", json, "hex");
+  const at = messageTime(message);
+  return at === undefined ? { kind: "hash", hash: digest } : { kind: "hash", hash: digest, at };
+}
+
+/** A message's own time (`sampleTime`, else `timestamp`) in epoch milliseconds, if it has one. */
+export function messageTime(message: PublicV2Message): EpochMs | undefined {
+  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
+  const text = typeof data.sampleTime === "string" ? data.sampleTime : data.timestamp;
+  if (typeof text !== "string") return undefined;
+  const at = Date.parse(text);
+  return Number.isFinite(at) ? asEpochMs(at) : undefined;
 }

@@ -69,10 +69,14 @@ export function checkEvent(event: EventInput): void {
   checkJson("event payload", event.payload, 0);
 }
 
-/** Checks a message key of a claim: a seq is a positive safe integer, text is well-formed. */
+/**
+ * Checks a message key of a claim: a seq is a positive safe integer, text is well-formed, a hash
+ * key's time is a storable time.
+ */
 export function checkMessageKey(key: MessageKey): void {
   if (key.kind === "hash") {
     checkText("message hash", key.hash);
+    if (key.at !== undefined) checkTime("message time", key.at);
     return;
   }
   checkText("message origin", key.origin);

@@ -105,16 +105,23 @@ function covered(runs: readonly SeqRange[], seq: number): boolean {
 /** The message keys of one claim, split by kind: seqs grouped per origin, hashes, each with its index. */
 export interface ClaimGroups {
   readonly origins: Map<string, { indexes: number[]; seqs: number[] }>;
-  readonly hashes: { index: number; hash: string }[];
+  readonly hashes: ClaimedHash[];
+}
+
+/** A hash key of a claim, with its index in the claim's keys. */
+export interface ClaimedHash {
+  readonly index: number;
+  readonly hash: string;
+  readonly at: number | undefined;
 }
 
 /** Groups `keys` for a claim (both stores claim seqs per origin as ranges, hashes one by one). */
 export function groupMessageKeys(keys: readonly MessageKey[]): ClaimGroups {
   const origins = new Map<string, { indexes: number[]; seqs: number[] }>();
-  const hashes: { index: number; hash: string }[] = [];
+  const hashes: ClaimedHash[] = [];
   keys.forEach((key, index) => {
     if (key.kind === "hash") {
-      hashes.push({ index, hash: key.hash });
+      hashes.push({ index, hash: key.hash, at: key.at });
       return;
     }
     let group = origins.get(key.origin);

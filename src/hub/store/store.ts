@@ -204,11 +204,14 @@ export interface IngestBatch {
  * What identifies a published message for de-duplication (DESIGN 1: "the hub stores a message id
  * once"). A gateway's messages carry `<origin>.<seq>` ids: `origin` names one run of one gateway
  * and `seq` counts up from 1 within it, so the store keeps them as ranges of seqs per origin.
- * Messages without an id (a backfilled file) are known by the SHA-256 of their JSON text.
+ * Messages without an id (a backfilled file) are known by the SHA-256 of their JSON text, and
+ * carry the message's own time (`at`, epoch milliseconds): a store whose digests lead with the
+ * minute (message-digest.ts, "minute" form) inserts a time-ordered backfill's digests in order. A
+ * hash of anything else (an id of another form) has no `at`.
  */
 export type MessageKey =
   | { readonly kind: "seq"; readonly origin: string; readonly seq: number }
-  | { readonly kind: "hash"; readonly hash: string };
+  | { readonly kind: "hash"; readonly hash: string; readonly at?: number };
 
 /**
  * A store rejected data as invalid (not a store outage): the message is dead-lettered, not retried.

@@ -178,10 +178,26 @@ describe("backfill shortcuts", () => {
     });
   }
 
-  test("the digest of a message without an id is the SHA-256 of its JSON text, as before", () => {
-    const message = table("a", "1.50");
+  test("the digest of a message without an id is the SHA-256 of its JSON text, as before, with its own time", () => {
+    const message = table("a", "1.50", T0 + 1234);
     const expected = createHash("sha256").update(JSON.stringify(message)).digest("hex");
-    assert.deepEqual(messageKey(undefined, message), { kind: "hash", hash: expected });
+    assert.deepEqual(messageKey(undefined, message), { kind: "hash", hash: expected, at: T0 + 1234 });
+    // Other messages' time is their timestamp.
+    const probe: PublicV2Message = {
+      type: "probe",
+      operation: "update",
+      data: {
+        timestamp: "2026-01-01T00:00:02.500+01:00",
+        target: { gateway: "GW", probe: "p1" },
+        parameters: { osType: "Linux" },
+      },
+    };
+    assert.deepEqual(messageKey(undefined, probe), {
+      kind: "hash",
+      hash: createHash("sha256").update(JSON.stringify(probe)).digest("hex"),
+      at: Date.UTC(2025, 11, 31, 23, 0, 2, 500),
+    });
+    // An id of another form names the message alone: no time.
     const byId = createHash("sha256").update("id:not-a-gateway-id").digest("hex");
     assert.deepEqual(messageKey("not-a-gateway-id", message), { kind: "hash", hash: byId });
   });

@@ -176,24 +176,70 @@ describe("DuckDB store", () => {
     );
   });
 
-  it("migrates a version-1 file to version 3, and never lowers a newer version", async () => {
+  it("migrates a version-1 file to version 4, and never lowers a newer version", async () => {
     const path = freshFile();
     const first = await createDuckDbStore({ path });
     await first.migrate();
     await first.close();
     await rawRows(path, "DROP TABLE events; DROP TABLE message_ranges; DROP TABLE message_digests");
+    await rawRows(path, "DELETE FROM store_meta WHERE key <> 'schema_version'");
     await rawRows(path, "UPDATE store_meta SET value = '1' WHERE key = 'schema_version'");
     const second = await createDuckDbStore({ path });
     await second.migrate();
     assert.deepEqual(await second.transaction((tx) => tx.claim([{ kind: "hash", hash: "h" }])), [true]);
     assert.deepEqual(await second.listEvents({ limit: 1 }), []);
     await second.close();
-    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["3"]]);
-    await rawRows(path, "UPDATE store_meta SET value = '4' WHERE key = 'schema_version'");
+    const meta = "SELECT key, value FROM store_meta ORDER BY key";
+    // No digest was stored before: the file takes the form led by the minute.
+    assert.deepEqual(await rawRows(path, meta), [
+      ["message_digest_form", "minute"],
+      ["schema_version", "4"],
+    ]);
+    await rawRows(path, "UPDATE store_meta SET value = '5' WHERE key = 'schema_version'");
     const third = await createDuckDbStore({ path });
     await third.migrate();
     await third.close();
-    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta"), [["4"]]);
+    assert.deepEqual(await rawRows(path, meta), [
+      ["message_digest_form", "minute"],
+      ["schema_version", "5"],
+    ]);
+  });
+
+  it("keeps the digest form of a version-3 file that holds digests, so its messages stay duplicates", async () => {
+    const path = freshFile();
+    const first = await createDuckDbStore({ path });
+    await first.migrate();
+    await first.close();
+    // A version-3 file: digests of the first 128 bits of the SHA-256, no form recorded.
+    const sha = createHash("sha256").update('{"m":1}').digest("hex");
+    await rawRows(
+      path,
+      `DELETE FROM store_meta WHERE key = 'message_digest_form';
+       UPDATE store_meta SET value = '3' WHERE key = 'schema_version';
+       INSERT INTO message_digests VALUES (${digestOf({ hash: sha }, "sha")})`,
+    );
+    const second = await createDuckDbStore({ path });
+    await second.migrate();
+    const at = Date.UTC(2025, 0, 1);
+    assert.deepEqual(
+      await second.transaction((tx) =>
+        tx.claim([
+          { kind: "hash", hash: sha, at },
+          { kind: "hash", hash: "b".repeat(64), at },
+        ]),
+      ),
+      [false, true],
+    );
+    await second.close();
+    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta WHERE key = 'message_digest_form'"), [
+      ["sha"],
+    ]);
+    assert.deepEqual(
+      (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(([d]) => d),
+      [digestOf({ hash: sha }, "sha"), digestOf({ hash: "b".repeat(64) }, "sha")].sort((a, b) =>
+        a < b ? -1 : a > b ? 1 : 0,
+      ),
+    );
   });
 
   it("moves a version-2 file's message hashes to 128-bit digests: a stored message stays a duplicate", async () => {
@@ -211,6 +257,7 @@ describe("DuckDB store", () => {
       path,
       `DROP TABLE message_digests; CREATE TABLE message_hashes (hash VARCHAR PRIMARY KEY);
        INSERT INTO message_hashes VALUES ${hashes.map((h) => `('${h}')`).join(", ")};
+       DELETE FROM store_meta WHERE key = 'message_digest_form';
        UPDATE store_meta SET value = '2' WHERE key = 'schema_version'`,
     );
     const second = await createDuckDbStore({ path });
@@ -229,21 +276,39 @@ describe("DuckDB store", () => {
     );
     assert.deepEqual(
       (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(([d]) => d),
-      [...hashes, "a".repeat(64)].map(digestOf).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      [...hashes, "a".repeat(64)]
+        .map((hash) => digestOf({ hash }, "sha"))
+        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
     );
+    // It holds digests, so it keeps their form.
+    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta WHERE key = 'message_digest_form'"), [
+      ["sha"],
+    ]);
   });
 
   it("stores each digest as digestOf gives it, at the edges of the signed range too, by either claim", async () => {
     const dir = await mkdtemp(join(tmpdir(), "vigil-digests-"));
     const path = join(dir, "digests.duckdb");
     try {
-      const edges = ["0", "7f", "80", "ff", "8000000000000001", "ffffffffffffffff0"].map((p) =>
-        p.padEnd(64, "0"),
-      );
-      edges.push("f".repeat(64), `${"7".padEnd(32, "f")}${"0".repeat(32)}`, "not hex, hashed first");
+      // A new file leads digests with the minute: times at the edges of its 32 bits (the top bit
+      // set makes the HUGEINT negative), none, and beyond either end.
+      const minute = 60_000;
+      const times = [
+        undefined,
+        0,
+        0x7fff_ffff * minute,
+        0x8000_0000 * minute,
+        0xffff_ffff * minute,
+        -1,
+        8.64e15,
+      ];
+      const keys = times.map((at, i) => {
+        const hash = i === 1 ? "not hex, hashed first" : String(i).repeat(64);
+        return at === undefined ? { kind: "hash" as const, hash } : { kind: "hash" as const, hash, at };
+      });
+      keys.push({ kind: "hash", hash: "f".repeat(64), at: 0xffff_ffff * minute + minute - 1 });
       const store = await createDuckDbStore({ path });
       await store.migrate();
-      const keys = edges.map((hash) => ({ kind: "hash" as const, hash }));
       // The optimistic claim stores them; the careful one (after a stored digest) finds each again.
       assert.deepEqual(await store.transaction((tx) => tx.claim(keys.slice(0, 5))), [
         true,
@@ -254,12 +319,23 @@ describe("DuckDB store", () => {
       ]);
       assert.deepEqual(
         await store.transaction((tx) => tx.claim(keys)),
-        edges.map((_, i) => i >= 5),
+        keys.map((_, i) => i >= 5),
       );
       await store.close();
+      const stored = (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(
+        ([d]) => d,
+      );
       assert.deepEqual(
-        (await rawRows(path, "SELECT digest FROM message_digests ORDER BY digest")).map(([d]) => d),
-        edges.map(digestOf).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+        stored,
+        keys.map((key) => digestOf(key, "minute")).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
+      assert.ok(
+        stored.some((d) => typeof d === "bigint" && d < 0n),
+        "a digest with the top bit set is negative",
+      );
+      assert.deepEqual(
+        await rawRows(path, "SELECT value FROM store_meta WHERE key = 'message_digest_form'"),
+        [["minute"]],
       );
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -3,6 +3,7 @@
  * migrations under concurrency, partitions, and two stores (two hubs) on one database.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { partitionName, weekOf } from "../../../src/hub/store/postgres/postgres-partitions.js";
 import { MIGRATIONS } from "../../../src/hub/store/postgres/postgres-schema.js";
@@ -68,15 +69,18 @@ if (!reachable) {
     });
 
     /** A fresh schema migrated to the newest version, then taken back to what `version` made. */
-    const atVersion = async (version: 1 | 2): Promise<{ url: string; schema: string | null }> => {
+    const atVersion = async (version: 1 | 2 | 3): Promise<{ url: string; schema: string | null }> => {
       const url = await db.freshUrl();
       const schema = new URL(url).searchParams.get("search_path");
       const first = await createPostgresStore({ url });
       await first.migrate();
       await first.close();
       if (version < 2) await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
-      await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
-      await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
+      await db.sql.unsafe(`DROP TABLE ${schema}.vigil_settings`);
+      if (version < 3) {
+        await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);
+        await db.sql.unsafe(`CREATE TABLE ${schema}.message_hashes (hash text COLLATE "C" PRIMARY KEY)`);
+      }
       await db.sql.unsafe(`DELETE FROM ${schema}.vigil_migrations WHERE version > ${version}`);
       return { url, schema };
     };
@@ -124,6 +128,43 @@ if (!reachable) {
       );
       assert.deepEqual(claimed, [false, false, true]);
       await upgraded.close();
+      // It held digests when the form was recorded, so it keeps theirs.
+      assert.deepEqual(
+        [...(await db.sql.unsafe(`SELECT key, value FROM ${schema}.vigil_settings`))],
+        [{ key: "message_digest_form", value: "sha" }],
+      );
+    });
+
+    it("a database at version 3 with no digest takes digests led by the minute", async () => {
+      const { url: fresh, schema } = await atVersion(3);
+      const upgraded = await createPostgresStore({ url: fresh });
+      await upgraded.migrate();
+      const sha = "0123456789abcdef".repeat(4);
+      const at = Date.UTC(2025, 0, 1, 12, 34, 56, 789);
+      const keys = [
+        { kind: "hash" as const, hash: sha, at },
+        { kind: "hash" as const, hash: "fedcba9876543210".repeat(4), at: at + 60_000 }, // the next minute
+        { kind: "hash" as const, hash: "id:abc" }, // no time: led by zero
+      ];
+      assert.deepEqual(await upgraded.transaction((tx) => tx.claim(keys)), [true, true, true]);
+      assert.deepEqual(await upgraded.transaction((tx) => tx.claim(keys)), [false, false, false]);
+      await upgraded.close();
+      assert.deepEqual(
+        [...(await db.sql.unsafe(`SELECT key, value FROM ${schema}.vigil_settings`))],
+        [{ key: "message_digest_form", value: "minute" }],
+      );
+      const minute = Math.floor(at / 60_000);
+      const stored = await db.sql.unsafe(
+        `SELECT replace(digest::text, '-', '') AS d FROM ${schema}.message_digests ORDER BY digest`,
+      );
+      assert.deepEqual(
+        stored.map((r) => r.d),
+        [
+          `00000000${createHash("sha256").update("id:abc").digest("hex").slice(0, 24)}`,
+          `${minute.toString(16).padStart(8, "0")}${sha.slice(0, 24)}`,
+          `${(minute + 1).toString(16).padStart(8, "0")}${"fedcba9876543210".repeat(2).slice(0, 24)}`,
+        ],
+      );
     });
 
     it("samples go into weekly partitions created on demand", async () => {

@@ -336,6 +336,31 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         assert.deepEqual(after, [true]);
       }));
 
+    it("a hash key whose time is not a whole millisecond in range is a StoreDataError, and the transaction stays usable", () =>
+      withStore(open, undefined, async (store) => {
+        const at = Date.UTC(2025, 0, 1);
+        const timed = (h: string, time: number): MessageKey => ({ kind: "hash", hash: h, at: time });
+        const after = await store.transaction(async (tx) => {
+          for (const bad of [Number.NaN, at + 0.5, 8.64e15 + 1, Number.POSITIVE_INFINITY])
+            await assert.rejects(tx.claim([timed("h", at), timed("g", bad)]), isDataError());
+          return tx.claim([timed("h", at)]);
+        });
+        assert.deepEqual(after, [true]);
+      }));
+
+    it("hash keys with their message's time are new once, in one claim and across transactions", () =>
+      withStore(open, undefined, async (store) => {
+        const at = Date.UTC(2025, 0, 1, 0, 0, 30);
+        const keys: MessageKey[] = [
+          { kind: "hash", hash: "a".repeat(64), at },
+          { kind: "hash", hash: "b".repeat(64), at: at + 59_000 },
+          { kind: "hash", hash: "a".repeat(64), at },
+          { kind: "hash", hash: "id:x" },
+        ];
+        assert.deepEqual(await store.transaction((tx) => tx.claim(keys)), [true, true, false, true]);
+        assert.deepEqual(await store.transaction((tx) => tx.claim(keys)), [false, false, false, false]);
+      }));
+
     it("a write refused with StoreDataError writes nothing, and the rest commits", () =>
       withStore(open, { maxSeriesPerEntity: 2 }, async (store) => {
         await store.transaction(async (tx) => {

@@ -7,8 +7,8 @@
  */
 import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
 import { checkMessageKey } from "../data-checks.js";
-import { digestHex } from "../message-digest.js";
-import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import { type DigestForm, digestHex } from "../message-digest.js";
+import { type ClaimedHash, groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { toNumber } from "./duckdb-append.js";
 
@@ -22,9 +22,15 @@ const SEQS = LIST(BIGINT);
 const DIGESTS_FROM_TEXT = "CAST(unnest(string_split($digests, ',')) AS HUGEINT)";
 const digestText = (digests: Iterable<bigint>): { digests: string } => ({ digests: [...digests].join(",") });
 
-/** The stored form of a hash key (message-digest.ts) as a signed 128-bit integer (DuckDB's HUGEINT). */
-export function digestOf(key: string): bigint {
-  return BigInt.asIntN(128, BigInt(`0x${digestHex(key)}`));
+/**
+ * The stored digest of a hash key in a store of `form` (message-digest.ts) as a signed 128-bit
+ * integer (DuckDB's HUGEINT).
+ */
+export function digestOf(
+  key: { readonly hash: string; readonly at?: number | undefined },
+  form: DigestForm,
+): bigint {
+  return BigInt.asIntN(128, BigInt(`0x${digestHex(key, form)}`));
 }
 
 /**
@@ -40,22 +46,26 @@ export class DigestConflict extends Error {
 }
 
 /**
- * Claims `keys` on `connection` (which must be inside a transaction): for each key, true when it was
- * not stored before and not earlier in `keys`. Throws StoreDataError for a malformed key before
- * touching the database. `optimistic`: hash keys are inserted as if none were stored (a plain insert,
- * half the cost of the careful one that returns what it inserted), and a DigestConflict is thrown
- * when one was.
+ * Claims `keys` on `connection` (which must be inside a transaction) in a store whose digests are of
+ * `form`: for each key, true when it was not stored before and not earlier in `keys`. Throws
+ * StoreDataError for a malformed key before touching the database. `optimistic`: hash keys are
+ * inserted as if none were stored (a plain insert, half the cost of the careful one that returns
+ * what it inserted), and a DigestConflict is thrown when one was.
  */
 export async function claimMessageKeys(
   connection: DuckDBConnection,
   keys: readonly MessageKey[],
+  form: DigestForm,
   optimistic = false,
 ): Promise<boolean[]> {
   for (const key of keys) checkMessageKey(key);
   const fresh = new Array<boolean>(keys.length).fill(false);
   const { origins, hashes } = groupMessageKeys(keys);
   if (origins.size > 0) await claimSeqs(connection, origins, fresh);
-  if (hashes.length > 0) await (optimistic ? claimNewHashes : claimHashes)(connection, hashes, fresh);
+  if (hashes.length > 0) {
+    if (optimistic) await insertNewDigests(connection, newDigests(hashes, form, fresh));
+    else await claimHashes(connection, hashes, form, fresh);
+  }
   return fresh;
 }
 
@@ -153,20 +163,15 @@ async function claimSeqs(
   }
 }
 
-/** The optimistic claim (see {@link claimMessageKeys}): the first key of each digest is new. */
-async function claimNewHashes(
-  connection: DuckDBConnection,
-  hashes: readonly { index: number; hash: string }[],
-  fresh: boolean[],
-): Promise<void> {
-  await insertNewDigests(connection, newDigests(hashes, fresh));
-}
-
-/** Marks the first key of each digest in `hashes` fresh; returns the distinct digests. */
-function newDigests(hashes: readonly { index: number; hash: string }[], fresh: boolean[]): Set<bigint> {
+/**
+ * The optimistic claim (see {@link claimMessageKeys}): marks the first key of each digest in
+ * `hashes` fresh; returns the distinct digests.
+ */
+function newDigests(hashes: readonly ClaimedHash[], form: DigestForm, fresh: boolean[]): Set<bigint> {
   const digests = new Set<bigint>();
-  for (const { index, hash } of hashes) {
-    const digest = digestOf(hash);
+  for (const hash of hashes) {
+    const { index } = hash;
+    const digest = digestOf(hash, form);
     if (digests.has(digest)) continue;
     digests.add(digest);
     fresh[index] = true;
@@ -180,13 +185,16 @@ function newDigests(hashes: readonly { index: number; hash: string }[], fresh: b
  * `insert`, which inserts the digests on `connection` (inside a transaction) and throws a
  * DigestConflict when one was stored. Throws StoreDataError for a malformed key.
  */
-export function planOptimisticClaim(keys: readonly MessageKey[]): {
+export function planOptimisticClaim(
+  keys: readonly MessageKey[],
+  form: DigestForm,
+): {
   fresh: boolean[];
   insert: (connection: DuckDBConnection) => Promise<void>;
 } {
   for (const key of keys) checkMessageKey(key);
   const fresh = new Array<boolean>(keys.length).fill(false);
-  const digests = newDigests(groupMessageKeys(keys).hashes, fresh);
+  const digests = newDigests(groupMessageKeys(keys).hashes, form, fresh);
   return { fresh, insert: (connection) => insertNewDigests(connection, digests) };
 }
 
@@ -206,10 +214,11 @@ async function insertNewDigests(connection: DuckDBConnection, digests: ReadonlyS
 
 async function claimHashes(
   connection: DuckDBConnection,
-  hashes: readonly { index: number; hash: string }[],
+  hashes: readonly ClaimedHash[],
+  form: DigestForm,
   fresh: boolean[],
 ): Promise<void> {
-  const digests = hashes.map((h) => digestOf(h.hash));
+  const digests = hashes.map((h) => digestOf(h, form));
   // The primary key skips stored digests; RETURNING names the rows actually inserted.
   const inserted = await connection.runAndReadAll(
     `INSERT INTO message_digests SELECT DISTINCT ${DIGESTS_FROM_TEXT}

@@ -15,10 +15,16 @@
  * instead of 64-character hex text in `message_hashes` (issue 12: the text primary key cost a
  * backfill about 25 µs per message once it held a million); `migrate()` moves a version-2 file's
  * hashes over ({@link MIGRATE_MESSAGE_HASHES}) and drops the old table.
+ *
+ * Version 4 records in `store_meta` the form of the file's message digests (message-digest.ts):
+ * `minute` (led by the message's minute, so a backfill inserts them in order) for a file that holds
+ * no digest yet, `sha` for one that does, whose digests must stay recognised
+ * ({@link RECORD_DIGEST_FORM}).
  */
+import { DIGEST_FORM_SETTING, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 3;
+export const DUCKDB_SCHEMA_VERSION = 4;
 
 /** The DDL `migrate()` runs in order; each statement is a no-op when its object exists. */
 export const DUCKDB_SCHEMA: readonly string[] = [
@@ -92,6 +98,18 @@ export const DUCKDB_SCHEMA: readonly string[] = [
   // integer (duckdb-claims.ts `digestOf`); never updated, so indexed.
   "CREATE TABLE IF NOT EXISTS message_digests (digest HUGEINT PRIMARY KEY)",
 ];
+
+/**
+ * Records the file's digest form once, after a version-2 file's hashes have moved
+ * ({@link MIGRATE_MESSAGE_HASHES}); never changed afterwards.
+ */
+export const RECORD_DIGEST_FORM = `INSERT INTO store_meta
+  SELECT '${DIGEST_FORM_SETTING}',
+         CASE WHEN EXISTS (SELECT 1 FROM message_digests) THEN 'sha' ELSE '${NEW_STORE_DIGEST_FORM}' END
+  ON CONFLICT (key) DO NOTHING`;
+
+/** The file's digest form, once recorded. */
+export const READ_DIGEST_FORM = `SELECT value FROM store_meta WHERE key = '${DIGEST_FORM_SETTING}'`;
 
 /** Whether a version-2 file still holds its `message_hashes` table. */
 export const HAS_MESSAGE_HASHES =

@@ -19,6 +19,7 @@ import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS, TIMESTAMPTZ } 
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
+import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
 import { SerialQueue } from "../serial-queue.js";
@@ -60,7 +61,13 @@ import {
   pageSamplesSql,
   rowNamesSql,
 } from "./duckdb-queries.js";
-import { DUCKDB_SCHEMA, HAS_MESSAGE_HASHES, MIGRATE_MESSAGE_HASHES } from "./duckdb-schema.js";
+import {
+  DUCKDB_SCHEMA,
+  HAS_MESSAGE_HASHES,
+  MIGRATE_MESSAGE_HASHES,
+  READ_DIGEST_FORM,
+  RECORD_DIGEST_FORM,
+} from "./duckdb-schema.js";
 import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings, olderFormat } from "./duckdb-settings.js";
 import {
   DuckDbTransaction,
@@ -135,6 +142,8 @@ class DuckDbStore implements Store {
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
+  /** How the file keeps message digests (message-digest.ts), read with the caches. */
+  private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
   private optimisticClaims = true;
   /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
@@ -166,6 +175,7 @@ class DuckDbStore implements Store {
     return this.write(async () => {
       for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
       await this.migrateMessageHashes();
+      await this.writer.run(RECORD_DIGEST_FORM);
       await this.loadCaches();
       return this.formatNotices();
     });
@@ -233,7 +243,12 @@ class DuckDbStore implements Store {
     if (!this.cachesLoaded) await this.loadCaches();
     const tx = new DuckDbTransaction(
       this.writer,
-      { entities: this.entities, series: this.series, seriesCounts: this.seriesCounts },
+      {
+        entities: this.entities,
+        series: this.series,
+        seriesCounts: this.seriesCounts,
+        digestForm: this.digestForm,
+      },
       this.maxSeriesPerEntity,
       optimistic,
     );
@@ -476,6 +491,9 @@ class DuckDbStore implements Store {
       firstMs === null || lastMs === null || firstMs === undefined || lastMs === undefined
         ? null
         : { firstMs: Number(firstMs), lastMs: Number(lastMs) };
+    const form = (await this.writer.runAndReadAll(READ_DIGEST_FORM)).getRowsJS()[0]?.[0];
+    if (typeof form !== "string") throw new Error("the DuckDB store was used before migrate()");
+    this.digestForm = digestForm(form);
     this.entities = entities;
     this.series.clear();
     this.seriesCounts.clear();

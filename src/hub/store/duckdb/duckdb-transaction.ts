@@ -37,6 +37,7 @@ import {
   checkText,
   checkTime,
 } from "../data-checks.js";
+import type { DigestForm } from "../message-digest.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { rowSeriesOf } from "../row-series.js";
@@ -82,6 +83,8 @@ export interface StoreCaches {
   readonly series: RecencyCache<string, ReadonlyMap<string, number>>;
   /** Series per entity, for the entities that needed a count so far (bounded by the entities). */
   readonly seriesCounts: ReadonlyMap<EntityId, number>;
+  /** How the store keeps message digests (message-digest.ts), fixed when it was created. */
+  readonly digestForm: DigestForm;
 }
 
 /** What a transaction learnt, applied to {@link StoreCaches} once it commits. */
@@ -184,7 +187,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       // the careful claim).
       let plan: ReturnType<typeof planOptimisticClaim>;
       try {
-        plan = planOptimisticClaim(keys);
+        plan = planOptimisticClaim(keys, this.caches.digestForm);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -192,7 +195,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       return Promise.resolve(plan.fresh);
     }
     return this.run(async () => {
-      const fresh = await claimMessageKeys(this.c, keys, this.optimisticClaims);
+      const fresh = await claimMessageKeys(this.c, keys, this.caches.digestForm, this.optimisticClaims);
       if (keys.some((key, i) => key.kind === "hash" && fresh[i] !== true)) this.duplicateDigests = true;
       return fresh;
     });

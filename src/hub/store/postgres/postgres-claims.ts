@@ -12,16 +12,21 @@
  */
 import type { TransactionSql } from "postgres";
 import { checkMessageKey } from "../data-checks.js";
-import { digestHex } from "../message-digest.js";
-import { groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import { type DigestForm, digestHex } from "../message-digest.js";
+import { type ClaimedHash, groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { checkNoNul } from "./postgres-checks.js";
 
 /**
- * Claims `keys` on `sql` (inside a transaction): for each key, true when it was not stored before
- * and not earlier in `keys`. Throws StoreDataError for a malformed key before touching the database.
+ * Claims `keys` on `sql` (inside a transaction) in a database whose digests are of `form`: for each
+ * key, true when it was not stored before and not earlier in `keys`. Throws StoreDataError for a
+ * malformed key before touching the database.
  */
-export async function claimMessageKeys(sql: TransactionSql, keys: readonly MessageKey[]): Promise<boolean[]> {
+export async function claimMessageKeys(
+  sql: TransactionSql,
+  keys: readonly MessageKey[],
+  form: DigestForm,
+): Promise<boolean[]> {
   for (const key of keys) {
     checkMessageKey(key);
     checkNoNul(
@@ -32,7 +37,7 @@ export async function claimMessageKeys(sql: TransactionSql, keys: readonly Messa
   const fresh = new Array<boolean>(keys.length).fill(false);
   const { origins, hashes } = groupMessageKeys(keys);
   if (origins.size > 0) await claimSeqs(sql, origins, fresh);
-  if (hashes.length > 0) await claimHashes(sql, hashes, fresh);
+  if (hashes.length > 0) await claimHashes(sql, hashes, form, fresh);
   return fresh;
 }
 
@@ -110,10 +115,11 @@ async function claimSeqs(
 
 async function claimHashes(
   sql: TransactionSql,
-  hashes: readonly { index: number; hash: string }[],
+  hashes: readonly ClaimedHash[],
+  form: DigestForm,
   fresh: boolean[],
 ): Promise<void> {
-  const digests = hashes.map((h) => digestHex(h.hash));
+  const digests = hashes.map((h) => digestHex(h, form));
   // In order (uuid order is the hex digits' order), so the inserts walk the index one way.
   const distinct = [...new Set(digests)].sort(byCodePoint);
   const inserted = await sql<{ digest: string }[]>`

@@ -22,8 +22,10 @@
  *   UPDATE`), so two hubs claiming seqs of one origin take turns, and `message_ranges` the runs of
  *   seqs (src/hub/store/seq-ranges.ts); hashes are rows of `message_digests` (a uuid of the first
  *   128 bits, since version 3), whose primary key makes a concurrent duplicate wait for the first
- *   writer's commit and then lose.
+ *   writer's commit and then lose; `vigil_settings` (version 4) records their form.
  */
+
+import { DIGEST_FORM_SETTING, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 
 /** One schema change; `statements` run in order inside the migration transaction. */
 export interface Migration {
@@ -133,7 +135,26 @@ export const MIGRATIONS: readonly Migration[] = [
       "DROP TABLE message_hashes",
     ],
   },
+  {
+    version: 4,
+    name: "message digest form",
+    statements: [
+      // The form of the database's message digests (message-digest.ts), recorded once: `minute`
+      // (led by the message's minute, so a backfill inserts into the index in order) when it holds
+      // no digest yet; `sha` when it does, so the messages it stored stay recognised.
+      `CREATE TABLE vigil_settings (
+         key text COLLATE "C" PRIMARY KEY,
+         value text NOT NULL
+       )`,
+      `INSERT INTO vigil_settings
+         SELECT '${DIGEST_FORM_SETTING}',
+                CASE WHEN EXISTS (SELECT 1 FROM message_digests) THEN 'sha' ELSE '${NEW_STORE_DIGEST_FORM}' END`,
+    ],
+  },
 ];
+
+/** The database's digest form (migration 4). */
+export const READ_DIGEST_FORM = `SELECT value FROM vigil_settings WHERE key = '${DIGEST_FORM_SETTING}'`;
 
 /** The newest version this release knows. */
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -18,6 +18,7 @@ import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
+import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
 import { SerialQueue } from "../serial-queue.js";
@@ -48,7 +49,13 @@ import {
   weekStart,
 } from "./postgres-partitions.js";
 import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
-import { MIGRATE_LOCK_KEY, MIGRATIONS, MIGRATIONS_TABLE, PARTITION_LOCK_KEY } from "./postgres-schema.js";
+import {
+  MIGRATE_LOCK_KEY,
+  MIGRATIONS,
+  MIGRATIONS_TABLE,
+  PARTITION_LOCK_KEY,
+  READ_DIGEST_FORM,
+} from "./postgres-schema.js";
 import { noDelaySocket, type PgSocketTarget } from "./postgres-socket.js";
 import { entityKeyString, type PgPending, PgTransaction } from "./postgres-transaction.js";
 
@@ -99,6 +106,8 @@ class PostgresStore implements Store {
   private readonly series: RecencyCache<string, RowSeries>;
   private partitions = new Set<number>();
   private cachesLoaded = false;
+  /** How the database keeps message digests (message-digest.ts), read with the caches. */
+  private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Zone names PostgreSQL knows; read once, on the first query with a named zone. */
   private zoneNames: Set<string> | undefined;
   private closed = false;
@@ -149,7 +158,12 @@ class PostgresStore implements Store {
             tx = new PgTransaction(
               c,
               this.sql,
-              { entities: this.entities, series: this.series, partitions: this.partitions },
+              {
+                entities: this.entities,
+                series: this.series,
+                partitions: this.partitions,
+                digestForm: this.digestForm,
+              },
               this.maxSeriesPerEntity,
             );
             try {
@@ -342,6 +356,9 @@ class PostgresStore implements Store {
         asEntityId(r.id),
       );
     }
+    const [setting] = await this.sql.unsafe<{ value: string }[]>(READ_DIGEST_FORM);
+    if (setting === undefined) throw new Error("the PostgreSQL store was used before migrate()");
+    this.digestForm = digestForm(setting.value);
     this.entities = entities;
     this.partitions = await listPartitions(this.sql);
     this.series.clear();

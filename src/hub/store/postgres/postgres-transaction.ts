@@ -21,6 +21,7 @@
 import type { PostgresError, Sql, TransactionSql } from "postgres";
 import { asEntityId, type EntityId } from "../../../ids.js";
 import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
+import type { DigestForm } from "../message-digest.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { type RowSeries, rowSeriesOf } from "../row-series.js";
@@ -54,6 +55,8 @@ export interface PgCaches {
   readonly series: RecencyCache<string, RowSeries>;
   /** Weeks whose `samples` partition exists. */
   readonly partitions: ReadonlySet<number>;
+  /** How the database keeps message digests (message-digest.ts), fixed when it was created. */
+  readonly digestForm: DigestForm;
 }
 
 /** What a transaction learnt, applied to {@link PgCaches} once it commits. */
@@ -121,7 +124,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
   }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
-    return this.run(() => claimMessageKeys(this.sql, keys));
+    return this.run(() => claimMessageKeys(this.sql, keys, this.caches.digestForm));
   }
 
   write(batch: IngestBatch): Promise<void> {
