@@ -11,6 +11,7 @@ import {
   MESSAGES_BODY_LIMIT_BYTES,
 } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
+import { readBodyBuffer } from "../../http/body-buffer.js";
 import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
 import { addSlice } from "../ingest/backfill-body.js";
@@ -128,25 +129,26 @@ function isBlank(body: Uint8Array): boolean {
  * MAX_CONCURRENT_BACKFILLS requests run at once. Messages are de-duplicated like published ones:
  * a message without an envelope id is known by the digest of its JSON text, so posting the same
  * file twice stores it once. A body is committed in parts of `options.partMessages` messages
- * (default BACKFILL_PART_MESSAGES), one store transaction each.
+ * (default BACKFILL_PART_MESSAGES), one store transaction each, and may hold `options.bodyLimit`
+ * bytes (default MESSAGES_BODY_LIMIT_BYTES; 413 beyond).
  */
 export function registerMessageRoutes(
   app: FastifyInstance,
   ingester: Ingester,
   memory?: MemoryProtection,
-  options: { readonly partMessages?: number } = {},
+  options: { readonly partMessages?: number; readonly bodyLimit?: number } = {},
 ): Promise<void> {
   const partMessages = options.partMessages ?? BACKFILL_PART_MESSAGES;
+  const bodyLimit = options.bodyLimit ?? MESSAGES_BODY_LIMIT_BYTES;
   let running = 0;
   const parser = new BackfillParser(app.log);
   return app.register(async (scope) => {
     scope.addHook("onClose", () => parser.close());
     scope.removeAllContentTypeParsers();
-    // The bytes as they came: the worker decodes them (UTF-8, as a string body would be).
-    scope.addContentTypeParser(
-      "*",
-      { parseAs: "buffer", bodyLimit: MESSAGES_BODY_LIMIT_BYTES },
-      (_r, body, done) => done(null, body),
+    // The bytes as they came: the worker decodes them (UTF-8, as a string body would be). Read
+    // into one buffer as they arrive (body-buffer.ts): a 256 MiB body is held once, not twice.
+    scope.addContentTypeParser("*", { bodyLimit }, (request, payload, done) =>
+      readBodyBuffer(payload, request.headers["content-length"], bodyLimit, done),
     );
     resource(
       scope,
@@ -173,7 +175,7 @@ export function registerMessageRoutes(
           }
         },
       },
-      { bodyLimit: MESSAGES_BODY_LIMIT_BYTES },
+      { bodyLimit },
     );
   }) as unknown as Promise<void>;
 }

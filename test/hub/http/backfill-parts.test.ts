@@ -4,10 +4,13 @@
  * rejections keep their index in the body, duplicates are found across parts, an outage in a later
  * part answers 503 and sending the body again stores every message once. Also the shortcuts the
  * backfill path takes: the lone-surrogate walk skipped only for text that cannot hold one, and the
- * digest of a message without an id unchanged.
+ * digest of a message without an id unchanged; and the body read as it arrives, chunked or of a
+ * given length, with 413 past the limit.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, describe, test } from "node:test";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
@@ -200,5 +203,87 @@ describe("backfill shortcuts", () => {
     // An id of another form names the message alone: no time.
     const byId = createHash("sha256").update("id:not-a-gateway-id").digest("hex");
     assert.deepEqual(messageKey("not-a-gateway-id", message), { kind: "hash", hash: byId });
+  });
+});
+
+describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.ts)", () => {
+  const LIMIT = 4096;
+
+  /** A listening app whose backfill takes bodies of at most LIMIT bytes; its port. */
+  async function listening(): Promise<{ port: number; store: Store }> {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    const app = createHttpApp({ logger });
+    await registerMessageRoutes(app, new Ingester(store, logger), undefined, { bodyLimit: LIMIT });
+    apps.push(app);
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    return { port: (app.server.address() as AddressInfo).port, store };
+  }
+
+  /** POSTs `chunks` one write each; with `length`, that Content-Length instead of chunked encoding. */
+  function send(port: number, chunks: Buffer[], length?: number) {
+    return new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+      const headers: Record<string, string> = { "content-type": "application/x-ndjson" };
+      if (length !== undefined) headers["content-length"] = String(length);
+      const req = request(
+        { host: "127.0.0.1", port, method: "POST", path: "/v0/messages", headers },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => {
+            text += d;
+          });
+          res.on("end", () => {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
+            req.destroy();
+          });
+        },
+      );
+      req.on("error", reject);
+      if (length !== undefined && chunks.length === 0) req.flushHeaders();
+      for (const chunk of chunks) req.write(chunk);
+      if (length === undefined || chunks.length > 0) req.end();
+    });
+  }
+
+  test("a chunked body, cut inside lines and inside a character, is stored as sent", async () => {
+    const { port, store } = await listening();
+    const text = [table("é-row", "1"), table("b", "2.50")].map((m) => JSON.stringify(m)).join("\n");
+    const bytes = Buffer.from(text);
+    const cut = bytes.indexOf(Buffer.from("é")) + 1; // between the two bytes of é
+    const answer = await send(port, [bytes.subarray(0, 7), bytes.subarray(7, cut), bytes.subarray(cut)]);
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual(answer.body, { accepted: 2, duplicates: 0, rejected: [] });
+    const [entity] = await store.listEntities({ includeDeleted: false });
+    assert.ok(entity !== undefined);
+    const rows = new Set((await store.listSeries(entity.id)).map((s) => s.series.row));
+    assert.deepEqual([...rows].sort(), ["b", "é-row"]);
+  });
+
+  test("a body of exactly its Content-Length, in many writes, is stored", async () => {
+    const { port } = await listening();
+    const bytes = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
+    const parts = Array.from({ length: Math.ceil(bytes.length / 10) }, (_, i) =>
+      bytes.subarray(i * 10, i * 10 + 10),
+    );
+    const answer = await send(port, parts, bytes.length);
+    assert.deepEqual(answer.body, { accepted: 1, duplicates: 0, rejected: [] });
+  });
+
+  test("a Content-Length over the limit is a 413 with the error body, answered before the body is sent", async () => {
+    const { port } = await listening();
+    const answer = await send(port, [], LIMIT + 1);
+    assert.equal(answer.status, 413);
+    assert.deepEqual(Object.keys(answer.body).sort(), ["body", "status", "title"]);
+    assert.equal(answer.body.status, 413);
+  });
+
+  test("a chunked body that grows past the limit is a 413 with the error body", async () => {
+    const { port } = await listening();
+    const line = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
+    const chunks = Array.from({ length: Math.ceil((LIMIT * 2) / line.length) }, () => line);
+    const answer = await send(port, chunks);
+    assert.equal(answer.status, 413);
+    assert.equal(answer.body.status, 413);
   });
 });
