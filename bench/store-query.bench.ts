@@ -361,7 +361,7 @@ async function pgOn(url: string): Promise<Record<string, unknown>> {
       ).length,
   );
   await store.close();
-  await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests, vigil_migrations CASCADE`;
+  await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests, vigil_settings, vigil_migrations CASCADE`;
   const large = await createPostgresStore({ url });
   const largeRate = await backfill(large, LARGE_BATCH);
   await large.close();
