@@ -7,10 +7,12 @@
  * held once and copied a chunk at a time; a chunked body (no length) is gathered as Fastify does.
  * Refusals are Fastify's own errors, answered alike by the error handler: 413 when the length, or
  * the bytes received, pass `limit` (nothing is allocated for a length over it); 400 when the body
- * ends before its `Content-Length` or the stream fails.
+ * ends before its `Content-Length` or the stream fails; 503 with `Retry-After` when the buffer for a
+ * `Content-Length` cannot be allocated.
  */
 import type { Readable } from "node:stream";
 import { errorCodes } from "fastify";
+import { VigilError } from "../errors/catalog.js";
 
 /** Reads `payload` whole; `declared` is the request's Content-Length header, if any. */
 export function readBodyBuffer(
@@ -25,7 +27,20 @@ export function readBodyBuffer(
     return;
   }
   const known = Number.isSafeInteger(length) && length >= 0;
-  const whole = known ? Buffer.allocUnsafe(length) : undefined;
+  let whole: Buffer | undefined;
+  try {
+    // Address space, not memory: the pages are taken as the bytes arrive.
+    whole = known ? Buffer.allocUnsafe(length) : undefined;
+  } catch {
+    done(
+      new VigilError(
+        "SERVICE_UNAVAILABLE",
+        { detail: `The hub cannot take a body of ${length} bytes now; send it again later.` },
+        { headers: { "Retry-After": "1" } },
+      ),
+    );
+    return;
+  }
   const chunks: Buffer[] = [];
   let received = 0;
   const stop = (): void => {

@@ -2,12 +2,13 @@
  * readBodyBuffer (src/http/body-buffer.ts): a body read into one buffer as it arrives gives the
  * bytes sent, however they are cut into chunks, with a Content-Length or without; and refuses as
  * Fastify's own reader does: 413 past the limit, 400 for a body shorter or longer than its length or
- * a stream that fails.
+ * a stream that fails; and 503 when the buffer for a length cannot be allocated.
  */
 import assert from "node:assert/strict";
 import { PassThrough, Readable } from "node:stream";
 import { describe, test } from "node:test";
 import fc from "fast-check";
+import { VigilError } from "../../src/errors/catalog.js";
 import { readBodyBuffer } from "../../src/http/body-buffer.js";
 import { fuzzBudget } from "../helpers/fuzz-budget.js";
 
@@ -82,6 +83,14 @@ describe("readBodyBuffer", () => {
     assert.equal(error?.message, "aborted");
     assert.equal(error?.statusCode, 400);
     assert.equal(body, undefined);
+  });
+
+  test("a Content-Length within the limit that cannot be allocated is a 503 with Retry-After", async () => {
+    const { error } = await read(new PassThrough(), String(2 ** 52), Number.POSITIVE_INFINITY);
+    assert.ok(error instanceof VigilError, String(error));
+    assert.equal(error.code, "SERVICE_UNAVAILABLE");
+    assert.equal(error.status, 503);
+    assert.deepEqual(error.headers, { "Retry-After": "1" });
   });
 
   test("an empty body, with a length of 0 or none, is an empty buffer", async () => {
