@@ -242,6 +242,20 @@ describe("DuckDB store", () => {
     );
   });
 
+  it("refuses to open a file whose digests are of a form this release does not know", async () => {
+    const path = freshFile();
+    const first = await createDuckDbStore({ path });
+    await first.migrate();
+    await first.close();
+    await rawRows(path, "UPDATE store_meta SET value = 'hour' WHERE key = 'message_digest_form'");
+    const second = await createDuckDbStore({ path });
+    await assert.rejects(
+      second.migrate(),
+      /message digests are of a form this release does not know \("hour"\)/,
+    );
+    await second.close();
+  });
+
   it("moves a version-2 file's message hashes to 128-bit digests: a stored message stays a duplicate", async () => {
     const path = freshFile();
     const first = await createDuckDbStore({ path });
