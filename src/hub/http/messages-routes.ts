@@ -4,7 +4,7 @@
  * the accepted messages are committed to the store (DESIGN 1, durability).
  */
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import {
   BACKFILL_PART_MESSAGES,
   MAX_CONCURRENT_BACKFILLS,
@@ -140,10 +140,41 @@ export function registerMessageRoutes(
 ): Promise<void> {
   const partMessages = options.partMessages ?? BACKFILL_PART_MESSAGES;
   const bodyLimit = options.bodyLimit ?? MESSAGES_BODY_LIMIT_BYTES;
-  let running = 0;
   const parser = new BackfillParser(app.log);
+  // The backfills admitted and not done: each until its response has closed (answered, or its
+  // client gone) and its handler, if it started, has returned.
+  const admitted = new Map<FastifyRequest, { handling: boolean; closed: boolean }>();
   return app.register(async (scope) => {
     scope.addHook("onClose", () => parser.close());
+    // A backfill is admitted before its body is read, so the hub holds at most
+    // MAX_CONCURRENT_BACKFILLS bodies at once (each up to `bodyLimit`) and runs at most as many, and
+    // a hub over its memory threshold reads none: a refused request costs no body. A client that
+    // goes away frees its place once its handler, if it started, has returned.
+    scope.addHook("onRequest", (request, reply, done) => {
+      if (request.method !== "POST") return done();
+      try {
+        memory?.check();
+        if (admitted.size >= MAX_CONCURRENT_BACKFILLS) {
+          throw new VigilError(
+            "SERVICE_UNAVAILABLE",
+            { detail: `${admitted.size} backfills are running; retry when one has finished.` },
+            { headers: { "Retry-After": "1" } },
+          );
+        }
+      } catch (error) {
+        // The body is not read: the connection closes rather than carry it to the next request.
+        reply.header("connection", "close");
+        done(error as Error);
+        return;
+      }
+      const place = { handling: false, closed: false };
+      admitted.set(request, place);
+      reply.raw.once("close", () => {
+        place.closed = true;
+        if (!place.handling) admitted.delete(request);
+      });
+      done();
+    });
     scope.removeAllContentTypeParsers();
     // The bytes as they came: the worker decodes them (UTF-8, as a string body would be). Read
     // into one buffer as they arrive (body-buffer.ts): a 256 MiB body is held once, not twice.
@@ -159,19 +190,15 @@ export function registerMessageRoutes(
           if (isBlank(body)) {
             throw new VigilError("NO_BODY", { expected: "a JSON array or NDJSON of public-v2 messages" });
           }
-          memory?.check();
-          if (running >= MAX_CONCURRENT_BACKFILLS) {
-            throw new VigilError(
-              "SERVICE_UNAVAILABLE",
-              { detail: `${running} backfills are running; retry when one has finished.` },
-              { headers: { "Retry-After": "1" } },
-            );
-          }
-          running += 1;
+          const place = admitted.get(request);
+          if (place !== undefined) place.handling = true;
           try {
             return await ingestInParts(ingester, parser, body, partMessages);
           } finally {
-            running -= 1;
+            if (place !== undefined) {
+              place.handling = false;
+              if (place.closed) admitted.delete(request);
+            }
           }
         },
       },

@@ -4,8 +4,8 @@
  * rejections keep their index in the body, duplicates are found across parts, an outage in a later
  * part answers 503 and sending the body again stores every message once. Also the shortcuts the
  * backfill path takes: the lone-surrogate walk skipped only for text that cannot hold one, and the
- * digest of a message without an id unchanged; and the body read as it arrives, chunked or of a
- * given length, with 413 past the limit.
+ * digest of a message without an id unchanged; the body read as it arrives, chunked or of a given
+ * length, with 413 past the limit; and at most two backfills admitted, before their bodies are read.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -14,6 +14,8 @@ import type { AddressInfo } from "node:net";
 import { after, describe, test } from "node:test";
 import type { FastifyInstance } from "fastify";
 import { pino } from "pino";
+import { MEMORY_CHECK_INTERVAL_MS } from "../../../src/config/defaults.js";
+import { MemoryProtection } from "../../../src/http/memory-protection.js";
 import { createHttpApp } from "../../../src/http/server.js";
 import { registerMessageRoutes } from "../../../src/hub/http/messages-routes.js";
 import { Ingester, messageKey, wellFormedJsonText } from "../../../src/hub/ingest/ingester.js";
@@ -285,5 +287,121 @@ describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.t
     const answer = await send(port, chunks);
     assert.equal(answer.status, 413);
     assert.equal(answer.body.status, 413);
+  });
+});
+
+describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, before reading them", () => {
+  const line = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
+
+  async function listening(memory?: MemoryProtection): Promise<number> {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    const app = createHttpApp({ logger });
+    await registerMessageRoutes(app, new Ingester(store, logger), memory);
+    apps.push(app);
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    return (app.server.address() as AddressInfo).port;
+  }
+
+  interface Answer {
+    status: number;
+    retryAfter: string | undefined;
+    body: Record<string, unknown>;
+  }
+
+  /** NDJSON of `n` messages of row `row`, each its own. */
+  const lines = (row: string, n: number): Buffer =>
+    Buffer.from(Array.from({ length: n }, (_, i) => `${JSON.stringify(table(row, String(i)))}\n`).join(""));
+
+  /**
+   * A POST of `bytes` whose first `sent` bytes are written now (with `length`, that Content-Length
+   * instead: the body is never sent whole).
+   */
+  function open(port: number, bytes: Buffer, sent: number, length = bytes.length) {
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      method: "POST",
+      path: "/v0/messages",
+      headers: { "content-type": "application/x-ndjson", "content-length": String(length) },
+    });
+    const answer = new Promise<Answer>((resolve, reject) => {
+      req.on("response", (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          text += d;
+        });
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            retryAfter: res.headers["retry-after"],
+            body: JSON.parse(text) as Record<string, unknown>,
+          }),
+        );
+      });
+      req.on("error", reject);
+    });
+    answer.catch(() => undefined); // a request destroyed on purpose
+    if (sent > 0) req.write(bytes.subarray(0, sent));
+    else req.flushHeaders();
+    return { req, answer, finish: () => req.end(bytes.subarray(sent)) };
+  }
+
+  /** Polls until a new POST of one line is admitted (a place was freed) or `tries` run out. */
+  async function admittedSoon(port: number, tries = 50): Promise<Answer> {
+    for (let i = 0; ; i++) {
+      const { answer, finish } = open(port, line, 0);
+      finish();
+      const got = await answer;
+      if (got.status !== 503 || i >= tries) return got;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  test("a third backfill is a 503 with Retry-After while two bodies are being read; they are then stored", async () => {
+    const port = await listening();
+    const first = open(port, lines("first", 3), 10);
+    const second = open(port, lines("second", 3), 10);
+    await new Promise((r) => setTimeout(r, 50)); // both admitted, their bodies not complete
+    const third = open(port, line, 0, 1_000_000); // headers only: refused before its body is sent
+    const refused = await third.answer;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.retryAfter, "1");
+    assert.match(String(refused.body.body), /2 backfills are running/);
+    third.req.destroy();
+    first.finish();
+    second.finish();
+    assert.deepEqual((await first.answer).body, { accepted: 3, duplicates: 0, rejected: [] });
+    assert.deepEqual((await second.answer).body, { accepted: 3, duplicates: 0, rejected: [] });
+    assert.equal((await admittedSoon(port)).status, 200);
+  });
+
+  test("clients that go away while sending free their places", async () => {
+    const port = await listening();
+    const gone = [open(port, lines("a", 3), 10), open(port, lines("b", 3), 10)];
+    await new Promise((r) => setTimeout(r, 50));
+    const meanwhile = open(port, line, 0);
+    meanwhile.finish();
+    assert.equal((await meanwhile.answer).status, 503);
+    for (const g of gone) g.req.destroy();
+    const after = await admittedSoon(port);
+    assert.equal(after.status, 200, JSON.stringify(after.body));
+  });
+
+  test("a hub over its memory threshold refuses a backfill before reading its body", async () => {
+    let rss = 900 * 1024 * 1024;
+    const memory = new MemoryProtection(
+      "hub",
+      () => ({ limitMb: 1000, ratio: 0.5 }),
+      () => rss,
+    );
+    const port = await listening(memory);
+    const refused = await open(port, line, 0, 1_000_000).answer;
+    assert.equal(refused.status, 503);
+    assert.equal(refused.retryAfter, "1");
+    rss = 100 * 1024 * 1024;
+    await new Promise((r) => setTimeout(r, MEMORY_CHECK_INTERVAL_MS + 10)); // the RSS is read again
+    assert.equal((await admittedSoon(port)).status, 200);
   });
 });
