@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { request } from "node:http";
+import { type ClientRequest, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, describe, test } from "node:test";
 import type { FastifyInstance } from "fastify";
@@ -208,48 +208,81 @@ describe("backfill shortcuts", () => {
   });
 });
 
+/** A backfill app listening on 127.0.0.1, and how many POSTs have reached its hooks so far. */
+async function listening(options: { bodyLimit?: number; memory?: MemoryProtection } = {}) {
+  const store = await createDuckDbStore({ path: ":memory:" });
+  await store.migrate();
+  const app = createHttpApp({ logger });
+  let arrived = 0;
+  // Runs just before the route's own admission, in the same turn.
+  app.addHook("onRequest", (request, _reply, done) => {
+    if (request.method === "POST") arrived += 1;
+    done();
+  });
+  const limit = options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit };
+  await registerMessageRoutes(app, new Ingester(store, logger), options.memory, limit);
+  apps.push(app);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  return { port: (app.server.address() as AddressInfo).port, store, arrived: () => arrived };
+}
+
+interface Answer {
+  status: number;
+  retryAfter: string | undefined;
+  body: Record<string, unknown>;
+}
+
+/** A POST to `/v0/messages`, with that Content-Length when `length` is given (chunked otherwise). */
+function post(port: number, length?: number): { req: ClientRequest; answer: Promise<Answer> } {
+  const headers: Record<string, string> = { "content-type": "application/x-ndjson" };
+  if (length !== undefined) headers["content-length"] = String(length);
+  const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v0/messages", headers });
+  const answer = new Promise<Answer>((resolve, reject) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        text += d;
+      });
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfter: res.headers["retry-after"],
+          body: JSON.parse(text) as Record<string, unknown>,
+        }),
+      );
+    });
+    req.on("error", reject);
+  });
+  answer.catch(() => undefined); // a request destroyed on purpose
+  return { req, answer };
+}
+
+/** Waits until `condition` holds, polling, for at most `ms`. */
+async function until(condition: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.ts)", () => {
   const LIMIT = 4096;
 
-  /** A listening app whose backfill takes bodies of at most LIMIT bytes; its port. */
-  async function listening(): Promise<{ port: number; store: Store }> {
-    const store = await createDuckDbStore({ path: ":memory:" });
-    await store.migrate();
-    const app = createHttpApp({ logger });
-    await registerMessageRoutes(app, new Ingester(store, logger), undefined, { bodyLimit: LIMIT });
-    apps.push(app);
-    await app.listen({ port: 0, host: "127.0.0.1" });
-    return { port: (app.server.address() as AddressInfo).port, store };
-  }
-
   /** POSTs `chunks` one write each; with `length`, that Content-Length instead of chunked encoding. */
-  function send(port: number, chunks: Buffer[], length?: number) {
-    return new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-      const headers: Record<string, string> = { "content-type": "application/x-ndjson" };
-      if (length !== undefined) headers["content-length"] = String(length);
-      const req = request(
-        { host: "127.0.0.1", port, method: "POST", path: "/v0/messages", headers },
-        (res) => {
-          let text = "";
-          res.setEncoding("utf8");
-          res.on("data", (d: string) => {
-            text += d;
-          });
-          res.on("end", () => {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
-            req.destroy();
-          });
-        },
-      );
-      req.on("error", reject);
-      if (length !== undefined && chunks.length === 0) req.flushHeaders();
+  function send(port: number, chunks: Buffer[], length?: number): Promise<Answer> {
+    const { req, answer } = post(port, length);
+    if (chunks.length === 0) req.flushHeaders();
+    else {
       for (const chunk of chunks) req.write(chunk);
-      if (length === undefined || chunks.length > 0) req.end();
-    });
+      req.end();
+    }
+    return answer;
   }
 
   test("a chunked body, cut inside lines and inside a character, is stored as sent", async () => {
-    const { port, store } = await listening();
+    const { port, store } = await listening({ bodyLimit: LIMIT });
     const text = [table("é-row", "1"), table("b", "2.50")].map((m) => JSON.stringify(m)).join("\n");
     const bytes = Buffer.from(text);
     const cut = bytes.indexOf(Buffer.from("é")) + 1; // between the two bytes of é
@@ -263,7 +296,7 @@ describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.t
   });
 
   test("a body of exactly its Content-Length, in many writes, is stored", async () => {
-    const { port } = await listening();
+    const { port } = await listening({ bodyLimit: LIMIT });
     const bytes = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
     const parts = Array.from({ length: Math.ceil(bytes.length / 10) }, (_, i) =>
       bytes.subarray(i * 10, i * 10 + 10),
@@ -273,7 +306,7 @@ describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.t
   });
 
   test("a Content-Length over the limit is a 413 with the error body, answered before the body is sent", async () => {
-    const { port } = await listening();
+    const { port } = await listening({ bodyLimit: LIMIT });
     const answer = await send(port, [], LIMIT + 1);
     assert.equal(answer.status, 413);
     assert.deepEqual(Object.keys(answer.body).sort(), ["body", "status", "title"]);
@@ -281,7 +314,7 @@ describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.t
   });
 
   test("a chunked body that grows past the limit is a 413 with the error body", async () => {
-    const { port } = await listening();
+    const { port } = await listening({ bodyLimit: LIMIT });
     const line = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
     const chunks = Array.from({ length: Math.ceil((LIMIT * 2) / line.length) }, () => line);
     const answer = await send(port, chunks);
@@ -293,22 +326,6 @@ describe("POST /v0/messages reads its body as it arrives (src/http/body-buffer.t
 describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, before reading them", () => {
   const line = Buffer.from(`${JSON.stringify(table("a", "7"))}\n`);
 
-  async function listening(memory?: MemoryProtection): Promise<number> {
-    const store = await createDuckDbStore({ path: ":memory:" });
-    await store.migrate();
-    const app = createHttpApp({ logger });
-    await registerMessageRoutes(app, new Ingester(store, logger), memory);
-    apps.push(app);
-    await app.listen({ port: 0, host: "127.0.0.1" });
-    return (app.server.address() as AddressInfo).port;
-  }
-
-  interface Answer {
-    status: number;
-    retryAfter: string | undefined;
-    body: Record<string, unknown>;
-  }
-
   /** NDJSON of `n` messages of row `row`, each its own. */
   const lines = (row: string, n: number): Buffer =>
     Buffer.from(Array.from({ length: n }, (_, i) => `${JSON.stringify(table(row, String(i)))}\n`).join(""));
@@ -318,31 +335,7 @@ describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, befo
    * instead: the body is never sent whole).
    */
   function open(port: number, bytes: Buffer, sent: number, length = bytes.length) {
-    const req = request({
-      host: "127.0.0.1",
-      port,
-      method: "POST",
-      path: "/v0/messages",
-      headers: { "content-type": "application/x-ndjson", "content-length": String(length) },
-    });
-    const answer = new Promise<Answer>((resolve, reject) => {
-      req.on("response", (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => {
-          text += d;
-        });
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            retryAfter: res.headers["retry-after"],
-            body: JSON.parse(text) as Record<string, unknown>,
-          }),
-        );
-      });
-      req.on("error", reject);
-    });
-    answer.catch(() => undefined); // a request destroyed on purpose
+    const { req, answer } = post(port, length);
     if (sent > 0) req.write(bytes.subarray(0, sent));
     else req.flushHeaders();
     return { req, answer, finish: () => req.end(bytes.subarray(sent)) };
@@ -360,10 +353,10 @@ describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, befo
   }
 
   test("a third backfill is a 503 with Retry-After while two bodies are being read; they are then stored", async () => {
-    const port = await listening();
+    const { port, arrived } = await listening();
     const first = open(port, lines("first", 3), 10);
     const second = open(port, lines("second", 3), 10);
-    await new Promise((r) => setTimeout(r, 50)); // both admitted, their bodies not complete
+    await until(() => arrived() === 2); // both admitted, their bodies not complete
     const third = open(port, line, 0, 1_000_000); // headers only: refused before its body is sent
     const refused = await third.answer;
     assert.equal(refused.status, 503);
@@ -378,9 +371,9 @@ describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, befo
   });
 
   test("clients that go away while sending free their places", async () => {
-    const port = await listening();
+    const { port, arrived } = await listening();
     const gone = [open(port, lines("a", 3), 10), open(port, lines("b", 3), 10)];
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => arrived() === 2);
     const meanwhile = open(port, line, 0);
     meanwhile.finish();
     assert.equal((await meanwhile.answer).status, 503);
@@ -396,7 +389,7 @@ describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, befo
       () => ({ limitMb: 1000, ratio: 0.5 }),
       () => rss,
     );
-    const port = await listening(memory);
+    const { port } = await listening({ memory });
     const refused = await open(port, line, 0, 1_000_000).answer;
     assert.equal(refused.status, 503);
     assert.equal(refused.retryAfter, "1");
