@@ -20,6 +20,7 @@ import {
   SINK_BUFFER_MESSAGES,
 } from "../../src/config/defaults.js";
 import { parseSetup } from "../../src/config/load-setup.js";
+import { tempDir } from "../helpers/vigil-process.js";
 
 const logger = pino({ level: "silent" });
 const setup = parseSetup(`
@@ -51,9 +52,11 @@ describe("a stalled store slows the probe down instead of growing memory", () =>
       await stalled; // the store does not answer
       committedRows += batch.filter(isTable).length;
     });
+    const dir = tempDir("back-pressure");
+    cleanups.push(async () => dir.remove());
     const gateway = await startGatewayService({
       setup,
-      dataDir: "/tmp",
+      dataDir: dir.path,
       host: "127.0.0.1",
       memoryBus: bus,
       logger,
