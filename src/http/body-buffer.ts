@@ -50,10 +50,11 @@ export function readBodyBuffer(
   };
   function onData(chunk: Buffer | string): void {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-    if (received + bytes.length > limit || (whole !== undefined && received + bytes.length > whole.length)) {
+    const total = received + bytes.length;
+    if (total > limit || (whole !== undefined && total > whole.length)) {
       stop();
       done(
-        received + bytes.length > limit
+        total > limit
           ? new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
           : new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
       );

@@ -176,9 +176,7 @@ function checkDelivery(delivery: CheckedTextDelivery): PublicV2Message | string 
  * docs/hub-api.md). Only this message is refused; the rest of its batch is stored.
  */
 function unstorableTime(message: PublicV2Message): string | undefined {
-  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
-  const [field, text] =
-    typeof data.sampleTime === "string" ? ["sampleTime", data.sampleTime] : ["timestamp", data.timestamp];
+  const [field, text] = ownTime(message);
   if (typeof text !== "string" || Number.isFinite(Date.parse(text))) return undefined;
   const leap = /T\d{2}:\d{2}:60/i.test(text);
   return leap
@@ -220,10 +218,17 @@ export function messageKey(id: string | undefined, message: PublicV2Message, tex
   return at === undefined ? { kind: "hash", hash: digest } : { kind: "hash", hash: digest, at };
 }
 
+/** Which field holds a message's own time (`sampleTime`, else `timestamp`), and what it holds. */
+function ownTime(message: PublicV2Message): [field: string, text: unknown] {
+  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
+  return typeof data.sampleTime === "string"
+    ? ["sampleTime", data.sampleTime]
+    : ["timestamp", data.timestamp];
+}
+
 /** A message's own time (`sampleTime`, else `timestamp`) in epoch milliseconds, if it has one. */
 export function messageTime(message: PublicV2Message): EpochMs | undefined {
-  const data = message.data as { timestamp?: unknown; sampleTime?: unknown };
-  const text = typeof data.sampleTime === "string" ? data.sampleTime : data.timestamp;
+  const [, text] = ownTime(message);
   if (typeof text !== "string") return undefined;
   const at = Date.parse(text);
   return Number.isFinite(at) ? asEpochMs(at) : undefined;
