@@ -188,7 +188,7 @@ async function direct(store: Store, batches: readonly SampleRows[]): Promise<Run
   let n = 0;
   for (const rows of batches) {
     await store.ingest({ entities: [], samples: [], rows });
-    n += rows.texts.length;
+    n += rows.cells.length;
   }
   return run(n, started, cpu);
 }

@@ -48,7 +48,7 @@ async function baseline(): Promise<number> {
   const types = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
   const started = performance.now();
   for (let start = 0; start < SAMPLES; start += BATCH) {
-    const { rows, values, texts } = batch(start);
+    const { rows, cells } = batch(start);
     const appender = await c.createAppender("samples");
     for (let s = 0; s < rows.length; s += 2048) {
       const slice = rows.slice(s, s + 2048);
@@ -63,11 +63,11 @@ async function baseline(): Promise<number> {
       );
       chunk.setColumnValues(
         2,
-        slice.map((r) => values[r.start] ?? null),
+        slice.map((r) => cells.value(r.start)),
       );
       chunk.setColumnValues(
         3,
-        slice.map((r) => texts[r.start] ?? ""),
+        slice.map((r) => cells.text(r.start)),
       );
       appender.appendDataChunk(chunk);
     }
@@ -97,7 +97,13 @@ async function storeWithClaims(): Promise<number> {
   for (let start = 0; start < SAMPLES; start += BATCH) {
     const rows = batch(start);
     await s.transaction(async (tx) => {
-      await tx.claim(rows.texts.map((_, k) => ({ kind: "seq", origin: "bench", seq: start + k + 1 })));
+      await tx.claim(
+        Array.from({ length: rows.cells.length }, (_, k) => ({
+          kind: "seq",
+          origin: "bench",
+          seq: start + k + 1,
+        })),
+      );
       await tx.write({ entities: [], samples: [], rows });
     });
   }

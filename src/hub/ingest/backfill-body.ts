@@ -222,7 +222,8 @@ export interface CheckedSlice {
   readonly others: PublicV2Message[];
   /** Per cell: its column (index into `names`), its text and its number (NaN: none). */
   readonly columns: Int32Array;
-  readonly texts: string[];
+  /** In chunks, as `SampleCells` holds them (sample-rows.ts). */
+  readonly texts: string[][];
   readonly values: Float64Array;
 }
 
@@ -277,9 +278,11 @@ export function checkSlice(slice: BodySlice): CheckedSlice {
   });
   const { cells } = part;
   const columns = new Int32Array(cells.length);
-  cells.columns.forEach((column, c) => {
-    columns[c] = name(column);
-  });
+  const values = new Float64Array(cells.length);
+  for (let c = 0; c < cells.length; c++) {
+    columns[c] = name(cells.column(c));
+    values[c] = cells.value(c);
+  }
   return {
     count: part.length,
     left: slice.left,
@@ -291,8 +294,8 @@ export function checkSlice(slice: BodySlice): CheckedSlice {
     digestTimes,
     others,
     columns,
-    texts: cells.texts,
-    values: Float64Array.from(cells.values),
+    texts: cells.textsInChunks(),
+    values,
   };
 }
 
@@ -331,8 +334,12 @@ export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
   }
   for (const r of slice.rejected) part.rejected.push({ index: offset + r.index, reason: r.reason });
   const { columns, texts, values } = slice;
-  for (let c = 0; c < texts.length; c++) {
-    part.cells.cell(name(columns[c] as number), texts[c] as string, values[c] as number);
+  let c = 0;
+  for (const chunk of texts) {
+    for (const text of chunk) {
+      part.cells.cell(name(columns[c] as number), text, values[c] as number);
+      c += 1;
+    }
   }
   part.length += slice.count;
 }

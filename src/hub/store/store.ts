@@ -182,12 +182,20 @@ export interface SampleRow extends RowNames {
  */
 export interface SampleRows {
   readonly rows: readonly SampleRow[];
-  /** Per cell: the column name (the headline name for a headline). */
-  readonly columns: readonly string[];
-  /** Per cell: the value as published. */
-  readonly texts: readonly string[];
-  /** Per cell: the value as a finite number, NaN when it is none (it counts in no aggregation). */
-  readonly values: readonly number[];
+  /** The cells the rows name, by index. */
+  readonly cells: CellColumns;
+}
+
+/** Cells in columns, read by index (`SampleCells`, sample-rows.ts). */
+export interface CellColumns {
+  /** Cells held. */
+  readonly length: number;
+  /** Cell `c`'s column name (the headline name for a headline). */
+  column(c: number): string;
+  /** Cell `c`'s value as published. */
+  text(c: number): string;
+  /** Cell `c`'s value as a finite number, NaN when it is none (it counts in no aggregation). */
+  value(c: number): number;
 }
 
 /** Everything one ingest step commits atomically. */

@@ -168,9 +168,11 @@ const plain = (part: CheckedPart) => ({
   rejected: part.rejected,
   checked: part.checked.map((c) => JSON.parse(JSON.stringify(c)) as unknown),
   protoNames: part.checked.map((c) => Object.getOwnPropertyNames(c.message?.data ?? {})),
-  columns: part.cells.columns,
-  texts: part.cells.texts,
-  values: part.cells.values.map((v) => (Number.isNaN(v) ? "NaN" : v)),
+  columns: Array.from({ length: part.cells.length }, (_, c) => part.cells.column(c)),
+  texts: Array.from({ length: part.cells.length }, (_, c) => part.cells.text(c)),
+  values: Array.from({ length: part.cells.length }, (_, c) => part.cells.value(c)).map((v) =>
+    Number.isNaN(v) ? "NaN" : v,
+  ),
 });
 
 describe("backfill parser", () => {

@@ -90,14 +90,20 @@ class FakeStore {
 
 /** The samples of a batch one object each, from either form. */
 function samplesOf(batch: IngestBatch): SampleInput[] {
-  const { rows, columns, texts, values } = sampleRowsOf(batch);
+  const { rows, cells } = sampleRowsOf(batch);
   return rows.flatMap((r) =>
-    columns.slice(r.start, r.end).map((column, i) => ({
+    Array.from({ length: r.end - r.start }, (_, i) => ({
       entity: r.entity,
-      series: { sampler: r.sampler, samplerType: r.samplerType, dataview: r.dataview, row: r.row, column },
+      series: {
+        sampler: r.sampler,
+        samplerType: r.samplerType,
+        dataview: r.dataview,
+        row: r.row,
+        column: cells.column(r.start + i),
+      },
       at: r.at,
-      text: texts[r.start + i] as string,
-      value: Number.isNaN(values[r.start + i]) ? null : (values[r.start + i] as number),
+      text: cells.text(r.start + i),
+      value: Number.isNaN(cells.value(r.start + i)) ? null : cells.value(r.start + i),
     })),
   );
 }

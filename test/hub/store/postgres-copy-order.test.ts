@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { copyOrder } from "../../../src/hub/store/postgres/postgres-copy.js";
+import { SampleCells } from "../../../src/hub/store/sample-rows.js";
 import type { SampleRow, SampleRows } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
@@ -57,7 +58,7 @@ describe("copyOrder", () => {
           rows.push(row);
           c += s.cells;
         }
-        const cells: SampleRows = { rows, columns: [], texts: [], values: [] };
+        const cells: SampleRows = { rows, cells: new SampleCells() };
         const { order, times } = copyOrder(cells, ids);
         // Stable by id: the named cells sorted by id, ties in arrival order.
         const expected = named

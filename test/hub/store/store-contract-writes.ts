@@ -757,6 +757,22 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         ]);
       }));
 
+    it("a batch of more cells than one chunk holds (4 096) stores each cell as sent", () =>
+      withStore(open, undefined, async (store) => {
+        const start = t("2024-05-01T00:00:00Z");
+        const data = Array.from({ length: 1000 }, (_, i) => {
+          const values: Record<string, string> = {};
+          for (let c = 0; c < 5; c++) values[`m${c}`] = String(i * 5 + c);
+          return [A, "r1", new Date(start + i * 60_000).toISOString(), values] as const;
+        });
+        await store.ingest({ entities: [], samples: [], rows: cells(...data) });
+        const [a] = (await entityIds(store)).map(asEntityId);
+        const expected = data.flatMap(([, , at, values]) =>
+          Object.entries(values).map(([column, text]) => `r1/${column}@${Date.parse(at)}=${text}`),
+        );
+        assert.deepEqual(await storedSamples(store, a as EntityId), expected.sort());
+      }));
+
     it("an entity named only by rows is made with the attributes its key gives", () =>
       withStore(open, undefined, async (store) => {
         await store.ingest({

@@ -63,7 +63,7 @@ export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<Duc
   let total = 0;
   for (const row of cells.rows) total += row.end - row.start;
   if (total === 0) return;
-  const { texts, values } = cells;
+  const { cells: cellColumns } = cells;
   let chunk = sampleChunk(Math.min(CHUNK_ROWS, total));
   let at = 0; // position in the chunk
   let left = total;
@@ -75,10 +75,10 @@ export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<Duc
     for (let c = row.start; c < row.end; c++) {
       chunk.series.setItem(at, ids[c] as number);
       chunk.times.setItem(at, time);
-      const value = values[c] as number;
+      const value = cellColumns.value(c);
       if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
       else nulls.push(at);
-      chunk.strings.setItem(at, texts[c] as string);
+      chunk.strings.setItem(at, cellColumns.text(c));
       at += 1;
       left -= 1;
       if (at === chunk.size) {

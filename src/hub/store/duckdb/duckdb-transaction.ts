@@ -238,7 +238,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     // Only the cells the rows name: a row set may share its cell columns with cells it skips.
     for (const row of cells.rows) {
       checkTime("sample time", row.at);
-      for (let c = row.start; c < row.end; c++) checkText("sample text", cells.texts[c] as string);
+      for (let c = row.start; c < row.end; c++) checkText("sample text", cells.cells.text(c));
     }
     for (const event of batch.events ?? []) checkEvent(event);
     const cached = this.cachedSeries(cells);
@@ -309,11 +309,11 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   private cachedSeries(cells: SampleRows): CachedSeries {
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, number>();
-    const ids = new Int32Array(cells.texts.length);
+    const ids = new Int32Array(cells.cells.length);
     const missCells: number[] = [];
     const missSlots: number[] = [];
     const misses: SeriesSlot[] = [];
-    const columns = cells.columns;
+    const columns = cells.cells;
     // Rows of one message or entity usually share their entity key object: resolve it once for a run.
     let lastEntity: EntityKey | undefined;
     let entityKey = "";
@@ -330,7 +330,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         rowKey === undefined || this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
       const cached = rowKey === undefined ? undefined : this.caches.series.get(rowKey);
       for (let c = r.start; c < r.end; c++) {
-        const column = columns[c] as string;
+        const column = columns.column(c);
         // The common case, a series stored before: no slot, no check (what was stored is valid).
         const hit = mine?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {

@@ -84,7 +84,7 @@ function* chunks(cells: SampleRows, ids: ArrayLike<number>): Generator<Buffer> {
   const header = Buffer.alloc(SIGNATURE.length + 8);
   SIGNATURE.copy(header);
   yield header;
-  const { texts, values } = cells;
+  const { cells: columns } = cells;
   const { order, times } = copyOrder(cells, ids);
   let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   let at = 0;
@@ -94,7 +94,7 @@ function* chunks(cells: SampleRows, ids: ArrayLike<number>): Generator<Buffer> {
     const ms = times[i] as number;
     const high = Math.floor(ms / TWO_32);
     const low = ms - high * TWO_32;
-    const text = texts[c] as string;
+    const text = columns.text(c);
     // A UTF-16 code unit takes at most 3 bytes in UTF-8.
     const need = FIXED_ROW_BYTES + text.length * 3;
     if (at + need > buffer.length) {
@@ -109,7 +109,7 @@ function* chunks(cells: SampleRows, ids: ArrayLike<number>): Generator<Buffer> {
     at = buffer.writeInt32BE(high, at);
     at = buffer.writeUInt32BE(low, at);
     // Only finite numbers aggregate (NaN marks text that is none); the rest is NULL.
-    const value = values[c] as number;
+    const value = columns.value(c);
     if (!Number.isFinite(value)) at = buffer.writeInt32BE(-1, at);
     else {
       at = buffer.writeInt32BE(8, at);

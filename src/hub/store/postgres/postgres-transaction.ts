@@ -276,12 +276,12 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
    * check). A row's key prefix is built once; each cell adds its column name to it.
    */
   private async resolveSeries(sql: TransactionSql, cells: SampleRows, local: PgPending): Promise<Int32Array> {
-    const ids = new Int32Array(cells.texts.length);
+    const ids = new Int32Array(cells.cells.length);
     const slots: SeriesSlot[] = [];
     const slotOf = new Map<string, SeriesSlot>();
     const missCells: number[] = [];
     const missSlots: SeriesSlot[] = [];
-    const columns = cells.columns;
+    const columns = cells.cells;
     let lastEntity: EntityKey | undefined;
     let entityId: EntityId | undefined;
     for (const r of cells.rows) {
@@ -296,7 +296,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       const pending = this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
       const cached = this.caches.series.get(rowKey);
       for (let c = r.start; c < r.end; c++) {
-        const column = columns[c] as string;
+        const column = columns.column(c);
         const hit = mine?.get(column) ?? pending?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {
           ids[c] = hit;
@@ -444,9 +444,9 @@ function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): vo
  * Checks what the cells hold before anything is written: times, texts, and the names of each row
  * and cell (a run of rows with one entity key object checks the entity once).
  */
-function checkRows(cells: SampleRows): void {
+function checkRows({ rows, cells }: SampleRows): void {
   let lastEntity: EntityKey | undefined;
-  for (const r of cells.rows) {
+  for (const r of rows) {
     checkTime("sample time", r.at);
     if (r.entity !== lastEntity) {
       checkEntityKey(r.entity);
@@ -457,16 +457,16 @@ function checkRows(cells: SampleRows): void {
     checkText("dataview name", r.dataview);
     checkText("row name", r.row);
     for (let c = r.start; c < r.end; c++) {
-      checkText("column name", cells.columns[c] as string);
-      checkText("sample text", cells.texts[c] as string);
+      checkText("column name", cells.column(c));
+      checkText("sample text", cells.text(c));
     }
   }
 }
 
 /** The U+0000 check of postgres-checks.ts for the column form: names and texts of every row and cell. */
-function checkRowsText(cells: SampleRows): void {
+function checkRowsText({ rows, cells }: SampleRows): void {
   let lastEntity: EntityKey | undefined;
-  for (const r of cells.rows) {
+  for (const r of rows) {
     if (r.entity !== lastEntity) {
       checkNoNul("gateway name", r.entity.gateway);
       checkNoNul("probe name", r.entity.probe);
@@ -478,8 +478,8 @@ function checkRowsText(cells: SampleRows): void {
     checkNoNul("dataview name", r.dataview);
     checkNoNul("row name", r.row);
     for (let c = r.start; c < r.end; c++) {
-      checkNoNul("column name", cells.columns[c] as string);
-      const text = cells.texts[c] as string;
+      checkNoNul("column name", cells.column(c));
+      const text = cells.text(c);
       if (text.includes("\u0000")) checkNoNul("sample text", text);
     }
   }
