@@ -256,6 +256,15 @@ export const DUCKDB_MEMORY_SHARE = 1 / 8; // of the memory the process may use
  */
 export const HEAP_GROWING_PERCENT = 100; // percent
 /**
+ * The largest semi-space of a long-running process's young generation, in MB (V8's
+ * `--max-semi-space-size`, set when the process starts by young-generation.ts unless it was started
+ * with its own). Node 20's V8 bounds it at 16 MB on a 64-bit machine; Node 24's sizes it from the
+ * machine's memory, 64 MB on a 24 GiB machine (a new space of 128 MB), and `vigil up` peaked at
+ * 564–574 MiB under the end-to-end load there against 405 MiB on Node 20 (issue 12;
+ * docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
+ */
+export const MAX_SEMI_SPACE_MB = 16; // MB
+/**
  * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
  * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice
  * that (row names beside the cells); batches are cut at LINK_BATCH_TARGET_BYTES.
