@@ -1,6 +1,7 @@
 /**
- * The one central error handler of every vigil HTTP API (STYLE 9). It logs the whole error and
- * answers `{status, title, body}` (DESIGN 3.2); a 5xx never shows internals, only a request id.
+ * The one central error handler of every vigil HTTP API (STYLE 9). It logs the whole error (a 503,
+ * which asks the client to retry, as a warning without a stack) and answers `{status, title, body}`
+ * (DESIGN 3.2); a 5xx never shows internals, only a request id.
  *
  * Three ways an error reaches a client, all answered with that body:
  * - thrown below a route, or by Fastify while parsing a request → the error handler;
@@ -80,7 +81,13 @@ export function sendError(reply: FastifyReply, error: VigilError): FastifyReply 
 /** Answers an error request is refused with, logging it as {@link installErrorHandling} does. */
 function answer(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const vigilError = toVigilError(error, request);
-  if (vigilError.status >= 500) {
+  if (vigilError.status === 503) {
+    // A refusal for now (back-pressure, memory protection, a store outage, a stop): the server is
+    // working as designed and the client retries, so a warning with what it was told and why, not
+    // an error with a stack per refused request (under load the probe refuses hundreds a minute).
+    const cause = vigilError.cause instanceof Error ? vigilError.cause.message : undefined;
+    request.log.warn({ code: vigilError.code, detail: vigilError.body, cause }, "request refused for now");
+  } else if (vigilError.status >= 500) {
     request.log.error({ err: error, code: vigilError.code }, "request failed");
   } else {
     request.log.info({ code: vigilError.code, detail: vigilError.body }, "request rejected");
