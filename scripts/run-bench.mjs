@@ -10,12 +10,23 @@
 //
 // Other knobs: VIGIL_BENCH_ROUNDS (A/B rounds), VIGIL_BENCH_E2E=up|nats, VIGIL_BENCH_TIMELINE=1,
 // VIGIL_BENCH_CPU_PROF=DIR, VIGIL_BENCH_DRAIN_SECONDS (end-to-end).
-// bench/end-to-end.bench.ts runs the built CLI (dist/): build first.
+// bench/end-to-end.bench.ts runs the built CLI (dist/), and the others start with the V8 bounds
+// read from it: build first.
 import { execFileSync, spawn } from "node:child_process";
 import { readdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { heapGrowthFlag } from "../dist/cli/heap-growth.js";
+import { youngGenerationFlag } from "../dist/cli/young-generation.js";
+
+/**
+ * The V8 bounds every long-running `vigil` command runs with (src/cli/heap-growth.ts,
+ * young-generation.ts), given to each bench's process: the benches that compose vigil's parts in
+ * their own process (backfill, probe ingest, store) then measure them as `vigil hub` or `vigil probe`
+ * would run them. The end-to-end bench's children are the real commands, which set them themselves.
+ */
+const V8_BOUNDS = [heapGrowthFlag([]), youngGenerationFlag([], undefined)];
 
 const RESULTS_FILE = join("bench", "results.json");
 
@@ -186,7 +197,7 @@ function commit() {
 /** Runs one bench, its output passed through; resolves with its exit status and JSON result lines. */
 function runBench(file) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join("bench", file)], {
+    const child = spawn(process.execPath, [...V8_BOUNDS, "--import", "tsx", join("bench", file)], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     const results = [];
@@ -232,6 +243,7 @@ writeFileSync(
         cpuModel: cpu?.model ?? null,
         memoryMiB: Math.round(totalmem() / 1024 / 1024),
         node: process.version,
+        v8Flags: V8_BOUNDS,
       },
       results: all,
     },
