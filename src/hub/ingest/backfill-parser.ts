@@ -1,5 +1,5 @@
 /**
- * The backfill parser (issue 12): worker threads that parse and check backfill bodies
+ * The backfill parser: worker threads that parse and check backfill bodies
  * (parse-worker.ts), so the hub's thread only cuts NDJSON bodies into slices of lines and turns
  * checked slices into store writes. Parsing, validating, digesting and making cells took about half
  * of the hub's thread per backfilled sample; one worker then left the store waiting for the next
@@ -38,6 +38,8 @@ interface Job {
   readonly slices: Map<number, CheckedSlice>;
   /** The workers asked for its slices: the body fails if one of them stops. */
   readonly workers: Set<Worker>;
+  /** Slices asked of the workers and not answered yet (by a slice, the end, or an error). */
+  asked: number;
   /** No slice from `seq` on; `error` is thrown there. */
   end: { readonly seq: number; readonly error?: Error } | undefined;
   wake: (() => void) | undefined;
@@ -82,6 +84,13 @@ export class BackfillParser {
     return n;
   }
 
+  /** Slices asked of the workers that they have not answered yet, over the bodies being read. */
+  get outstanding(): number {
+    let n = 0;
+    for (const job of this.jobs.values()) n += job.asked;
+    return n;
+  }
+
   /**
    * The checked slices of `body` (at most `size` messages each), in order; each slice's `left`
    * (entries after it) is exact when at most `exactUpTo`, otherwise some number above it (an NDJSON
@@ -96,7 +105,7 @@ export class BackfillParser {
     exactUpTo = Number.POSITIVE_INFINITY,
   ): AsyncGenerator<CheckedSlice> {
     const id = this.nextJob++;
-    const job: Job = { slices: new Map(), workers: new Set(), end: undefined, wake: undefined };
+    const job: Job = { slices: new Map(), workers: new Set(), asked: 0, end: undefined, wake: undefined };
     this.jobs.set(id, job);
     const ask = startsLikeArray(body)
       ? this.askArray(id, job, body, size)
@@ -144,6 +153,7 @@ export class BackfillParser {
       const bytes = new Uint8Array(body.subarray(start, stop)); // a copy, moved to the worker
       const worker = this.worker();
       job.workers.add(worker);
+      job.asked += 1;
       send(worker, { kind: "lines", job: id, seq, bytes: bytes.buffer, count, left }, [bytes.buffer]);
       seq += 1;
     };
@@ -164,7 +174,9 @@ export class BackfillParser {
     send(worker, { kind: "start", job: id, body: buffer, size }, [buffer]);
     let seq = 0;
     return () => {
-      if (job.end === undefined) send(worker, { kind: "next", job: id, seq: seq++ });
+      if (job.end !== undefined) return;
+      job.asked += 1;
+      send(worker, { kind: "next", job: id, seq: seq++ });
     };
   }
 
@@ -212,6 +224,7 @@ export class BackfillParser {
   private receive(reply: ParserReply): void {
     const job = this.jobs.get(reply.job);
     if (job === undefined) return;
+    job.asked -= 1;
     if ("slice" in reply) job.slices.set(reply.seq, reply.slice);
     else if ("done" in reply) end(job, { seq: reply.seq });
     else {

@@ -84,9 +84,11 @@ port.on("message", (request: ParserRequest) => {
       arrays.delete(request.job);
       return;
     case "next": {
+      // A body that has ended (or failed) answers every later ask with its end, so each ask is
+      // answered once.
       const slices = arrays.get(request.job);
-      if (slices === undefined) return;
       return reply(request.job, request.seq, () => {
+        if (slices === undefined) return undefined;
         const next = slices.next();
         if (next.done !== true) return next.value;
         arrays.delete(request.job);
