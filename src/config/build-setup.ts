@@ -4,6 +4,7 @@
  * resolved; the result is deep-frozen, so no module can change the setup it was given.
  */
 import { isAbsolute, resolve } from "node:path";
+import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
 import {
   DEFAULT_BUFFER_SIZE,
@@ -78,6 +79,7 @@ export interface SetupInput {
       kerberos?: { enabled?: boolean; keytab?: string; servicePrincipal?: string };
     };
   };
+  limits?: Partial<DataLimits>;
 }
 
 interface MemoryProtectionInput {
@@ -183,6 +185,7 @@ function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
         },
       },
     },
+    limits: { ...DEFAULT_DATA_LIMITS, ...input.limits },
   };
 }
 

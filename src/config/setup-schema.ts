@@ -8,6 +8,8 @@
  * Samplers and publish sinks are discriminated with `if`/`then` rather than `oneOf`, so that a
  * validator reports the errors of the one branch that applies instead of every branch's.
  */
+
+import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import {
   DEFAULT_BUFFER_SIZE,
   DEFAULT_COLUMN_TYPE,
@@ -346,6 +348,26 @@ const hub = {
   additionalProperties: false,
 } as const;
 
+const limit = (defaultValue: number, description: string) =>
+  ({ type: "integer", minimum: 1, maximum: 2 ** 31 - 1, default: defaultValue, description }) as const;
+
+/** What may enter from the network, the same at every entry point (docs/security.md, "Limits"). */
+const limits = {
+  type: "object",
+  properties: {
+    nameBytes: limit(
+      DEFAULT_DATA_LIMITS.nameBytes,
+      "bytes of a name (entity, sampler, dataview, row, column, …)",
+    ),
+    attributeValueBytes: limit(DEFAULT_DATA_LIMITS.attributeValueBytes, "bytes of an attribute value"),
+    attributesPerEntity: limit(DEFAULT_DATA_LIMITS.attributesPerEntity, "attributes of one managed entity"),
+    cellBytes: limit(DEFAULT_DATA_LIMITS.cellBytes, "bytes of a cell or headline value"),
+    linkFrameBytes: limit(DEFAULT_DATA_LIMITS.linkFrameBytes, "bytes of one probe-link frame"),
+    jsonDepth: limit(DEFAULT_DATA_LIMITS.jsonDepth, "nesting of arrays and objects in untrusted JSON"),
+  },
+  additionalProperties: false,
+} as const;
+
 /** The whole setup file. Only `gateway.name` is required; everything else has a default. */
 export const SETUP_SCHEMA = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
@@ -358,6 +380,7 @@ export const SETUP_SCHEMA = {
     probes: { type: "array", items: probe, default: [] },
     rules: { type: "array", items: rule, default: [] },
     hub,
+    limits,
   },
   additionalProperties: false,
 } as const;

@@ -2,6 +2,7 @@
  * The setup file (DESIGN 2) after loading: every default filled in, every object frozen.
  * `load-setup.ts` produces it from YAML; nothing else in vigil reads the file.
  */
+import type { DataLimits } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
 
 export type RuleOperator = "=" | "!=" | ">" | ">=" | "<" | "<=" | "contains" | "matches";
@@ -132,4 +133,6 @@ export interface Setup {
   readonly probes: readonly ProbeSetup[];
   readonly rules: readonly RuleSetup[];
   readonly hub: HubSetup;
+  /** What may enter from the network, the same at every entry point (docs/security.md, "Limits"). */
+  readonly limits: DataLimits;
 }

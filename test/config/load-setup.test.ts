@@ -116,7 +116,7 @@ describe("parseSetup: invalid setups report every issue with its path", () => {
   // biome-ignore format: one line per case (STYLE 16)
   const cases: [string, string, [string, string][]][] = [
     ["unknown top-level key, near miss", "gateway: {name: G}\nrule: []", [["rule", "unknown key 'rule'; did you mean 'rules'?"]]],
-    ["unknown top-level key lists the allowed ones", "gateway: {name: G}\nextra: 1", [["extra", "unknown key 'extra'; remove it (allowed keys: gateway, probes, rules, hub)"]]],
+    ["unknown top-level key lists the allowed ones", "gateway: {name: G}\nextra: 1", [["extra", "unknown key 'extra'; remove it (allowed keys: gateway, probes, rules, hub, limits)"]]],
     ["unknown key in a sampler, wrong case", withSamplers("{name: o, plugin: rest-api, rowlimit: 5}"), [[`${S0}.rowlimit`, "unknown key 'rowlimit'; did you mean 'rowLimit'?"]]],
     ["fkm key on a rest-api sampler", withSamplers("{name: o, plugin: rest-api, sampleInterval: 5}"), [[`${S0}.sampleInterval`, "it belongs to fkm samplers"]]],
     ["unknown key in a rule", withRules(`{name: r, target: {column: c}, ${WHEN}, sevrity: OK}`), [["rules[0].sevrity", "unknown key 'sevrity'; did you mean 'severity'?"]]],
