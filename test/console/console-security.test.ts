@@ -18,6 +18,7 @@ import {
   startConsoleSystem,
   watchPage,
 } from "../helpers/browser.js";
+import { needs } from "../helpers/needs.js";
 
 /** Seconds an access token lives here: short, so the test sees the console renew one. */
 const TOKEN_LIFETIME = 4;
@@ -54,7 +55,7 @@ function expiryOf(token: string): number {
 const skip = browserSkipReason();
 if (skip !== undefined) console.log(skip);
 
-describe("web console with security enabled", { skip: skip ?? false }, () => {
+describe("web console with security enabled", { skip: needs(skip) }, () => {
   let system: ConsoleSystem;
   let browser: Browser;
   let page: Page;

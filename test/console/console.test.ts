@@ -22,6 +22,7 @@ import {
   startConsoleSystem,
   watchPage,
 } from "../helpers/browser.js";
+import { needs } from "../helpers/needs.js";
 import { eventually } from "../helpers/vigil-process.js";
 
 const SETUP = `
@@ -65,7 +66,7 @@ const BASE = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
 /** The hub's bucket label of `ms` in UTC (DESIGN 5.3: ISO 8601 with the zone's offset). */
 const label = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}+00:00`;
 
-describe("web console", { skip: skip ?? false }, () => {
+describe("web console", { skip: needs(skip) }, () => {
   let system: ConsoleSystem;
   let browser: Browser;
   let page: Page;

@@ -14,6 +14,7 @@ import { createNatsSink } from "../../src/gateway/publish/nats-sink.js";
 import type { MessageOf } from "../../src/messages/types.js";
 import { countSamples } from "../helpers/hub-query.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const reachable = await natsReachable();
@@ -41,7 +42,7 @@ function sample(i: number, value = String(i)): MessageOf<"table"> {
   };
 }
 
-describe("hub on NATS JetStream", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("hub on NATS JetStream", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   const dir = tempDir("hub-nats");
   const names = uniqueNames("e2e");
   let admin: NatsAdmin | undefined;

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { maxValue } from "../helpers/hub-query.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const reachable = await natsReachable();
@@ -53,7 +54,7 @@ async function put(url: string, body: unknown): Promise<number> {
 const maxOf = (hub: string, entity: string, include: string) => maxValue(hub, { entity, include });
 
 describe("vigil probe, gateway and hub as separate processes", {
-  skip: reachable ? false : NATS_SKIP,
+  skip: needs(reachable ? false : NATS_SKIP),
 }, () => {
   const dir = tempDir("processes");
   const names = uniqueNames("procs");

@@ -16,6 +16,7 @@ import { after, before, describe, test } from "node:test";
 import { connect } from "node:tls";
 import { webSocketConnector } from "../../src/link/websocket.js";
 import { makeTestCerts, OPENSSL_SKIP, opensslAvailable, type TestCerts } from "../helpers/certs.js";
+import { needs } from "../helpers/needs.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const available = opensslAvailable();
@@ -51,7 +52,7 @@ function getJson(url: string, ca: string): Promise<{ status: number; body: unkno
 }
 
 describe("an HTTPS gateway, a wss probe link, and certificates reloaded on SIGHUP", {
-  skip: available ? false : OPENSSL_SKIP,
+  skip: needs(available ? false : OPENSSL_SKIP),
 }, () => {
   const dir = tempDir("tls-processes");
   let certs: TestCerts;

@@ -17,6 +17,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { countSamples } from "../helpers/hub-query.js";
 import { PrivateNats, tableMessage, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { mountTmpfs, PRIVATE_NATS_SKIP, type Tmpfs } from "../helpers/private-services.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
@@ -90,7 +91,7 @@ function ndjsonLines(path: string): unknown[] {
 }
 
 describe("fault: a full disk", {
-  skip: mountSkip === undefined ? false : mountSkip,
+  skip: needs(mountSkip === undefined ? false : mountSkip),
   timeout: 170_000,
 }, () => {
   const dir = tempDir("fault-disk");
@@ -186,7 +187,7 @@ describe("fault: a full disk", {
 
   test("the hub's dead-letter file: the batch waits, the file keeps whole lines, each letter once", async (t) => {
     if (PRIVATE_NATS_SKIP !== undefined) {
-      t.skip(`no private NATS: ${PRIVATE_NATS_SKIP}`);
+      t.skip(needs(`no private NATS: ${PRIVATE_NATS_SKIP}`) || "");
       return;
     }
     nats = await PrivateNats.start();

@@ -18,6 +18,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP } from "../helpers/private-services.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
@@ -35,7 +36,7 @@ import {
 const BATCH = 100; // messages per backfill request
 const START_MS = 60_000; // how long a process may take to start on a loaded machine
 
-const skip = PRIVATE_NATS_SKIP === undefined ? false : `no private NATS: ${PRIVATE_NATS_SKIP}`;
+const skip = needs(PRIVATE_NATS_SKIP === undefined ? false : `no private NATS: ${PRIVATE_NATS_SKIP}`);
 if (skip !== false) console.log(`# skipping the kill -9 fault tests: ${skip}`);
 
 describe("fault: kill -9 of each process mid-ingest, then a restart", { skip, timeout: 170_000 }, () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { LINK_BATCH_CHANGES } from "../../src/config/defaults.js";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP } from "../helpers/private-services.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
@@ -31,7 +32,7 @@ const START_MS = 60_000; // how long a process may take to start on a loaded mac
  */
 const OVERSHOOT = LINK_BATCH_CHANGES;
 
-const skip = PRIVATE_NATS_SKIP === undefined ? false : `no private NATS: ${PRIVATE_NATS_SKIP}`;
+const skip = needs(PRIVATE_NATS_SKIP === undefined ? false : `no private NATS: ${PRIVATE_NATS_SKIP}`);
 if (skip !== false) console.log(`# skipping the NATS restart fault test: ${skip}`);
 
 interface SinkStatus {

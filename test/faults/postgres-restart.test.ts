@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import postgres from "postgres";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP, PrivatePostgres } from "../helpers/private-services.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
@@ -27,12 +28,13 @@ import {
 
 const BATCH = 200; // messages per backfill request
 
-const skip =
+const skip = needs(
   PrivatePostgres.skipReason !== undefined
     ? `no private PostgreSQL: ${PrivatePostgres.skipReason}`
     : PRIVATE_NATS_SKIP !== undefined
       ? `no private NATS: ${PRIVATE_NATS_SKIP}`
-      : false;
+      : false,
+);
 if (skip !== false) console.log(`# skipping the PostgreSQL restart fault test: ${skip}`);
 
 describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, () => {

@@ -17,6 +17,7 @@ import { openStore } from "../../src/hub/store/open-store.js";
 import type { PublicV2Message } from "../../src/messages/types.js";
 import { validateMessage } from "../../src/messages/validate.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { tempDir } from "../helpers/vigil-process.js";
 import { eventually } from "../link/helpers.js";
 
@@ -117,7 +118,7 @@ describe("severity end to end", () => {
 
 const reachable = await natsReachable();
 
-describe("severity end to end over NATS JetStream", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("severity end to end over NATS JetStream", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   const dir = tempDir("sev-nats");
   const names = uniqueNames("sev");
   let admin: NatsAdmin | undefined;

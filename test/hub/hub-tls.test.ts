@@ -15,6 +15,7 @@ import { parseSetup } from "../../src/config/load-setup.js";
 import { buildHub, type Hub } from "../../src/hub/app.js";
 import { createDuckDbStore } from "../../src/hub/store/duckdb/duckdb-store.js";
 import { makeTestCerts, OPENSSL_SKIP, opensslAvailable, type TestCerts } from "../helpers/certs.js";
+import { needs } from "../helpers/needs.js";
 
 const available = opensslAvailable();
 const silent = pino({ level: "silent" });
@@ -58,7 +59,7 @@ function get(
   });
 }
 
-describe("hub over HTTPS", { skip: available ? false : OPENSSL_SKIP }, () => {
+describe("hub over HTTPS", { skip: needs(available ? false : OPENSSL_SKIP) }, () => {
   let certs: TestCerts;
   let hub: Hub;
   let url: string;
@@ -103,7 +104,9 @@ describe("hub over HTTPS", { skip: available ? false : OPENSSL_SKIP }, () => {
   });
 });
 
-describe("vigil up with an HTTPS hub and security on", { skip: available ? false : OPENSSL_SKIP }, () => {
+describe("vigil up with an HTTPS hub and security on", {
+  skip: needs(available ? false : OPENSSL_SKIP),
+}, () => {
   test("the gateway verifies hub tokens against the HTTPS hub's key set, trusting its certificate", async () => {
     const certs = makeTestCerts();
     const setup = parseSetup(`

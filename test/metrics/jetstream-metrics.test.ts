@@ -15,6 +15,7 @@ import { startProbeService } from "../../src/compose/probe-service.js";
 import type { RunningService } from "../../src/compose/service.js";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
+import { needs } from "../helpers/needs.js";
 import { type Exposition, parseExposition } from "../helpers/prometheus-text.js";
 import { eventually, tempDir } from "../helpers/vigil-process.js";
 
@@ -26,7 +27,7 @@ async function scrape(base: string): Promise<Exposition> {
   return parseExposition(await response.text());
 }
 
-describe("self-metrics over NATS JetStream", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("self-metrics over NATS JetStream", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   const dir = tempDir("metrics-nats");
   const names = uniqueNames("metrics");
   const logger = pino({ level: "silent" });

@@ -16,6 +16,7 @@ import {
   secureModeFromFlags,
 } from "../../src/probe/tls/secure-flags.js";
 import { makeTestCerts, OPENSSL_SKIP, opensslAvailable, type TestCerts } from "../helpers/certs.js";
+import { needs } from "../helpers/needs.js";
 import { tempDir, VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 /** The repository: the command runs from source through tsx, which resolves from here. */
@@ -74,7 +75,9 @@ describe("secure-mode flags", () => {
   }
 });
 
-describe("vigil probe -secure, end to end", { skip: opensslAvailable() ? false : OPENSSL_SKIP }, () => {
+describe("vigil probe -secure, end to end", {
+  skip: needs(opensslAvailable() ? false : OPENSSL_SKIP),
+}, () => {
   let certs: TestCerts;
   let dir: ReturnType<typeof tempDir>;
   let vigil: VigilProcess | undefined;

@@ -8,6 +8,7 @@ import { DiscardPolicy, jetstreamManager, StorageType } from "@nats-io/jetstream
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { JetStreamBatchPublisher, type JetStreamItem } from "../../../src/bus/nats/jetstream-batch.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../../helpers/nats.js";
+import { needs } from "../../helpers/needs.js";
 
 const reachable = await natsReachable();
 const encoder = new TextEncoder();
@@ -15,7 +16,7 @@ const encoder = new TextEncoder();
 const items = (subject: string, ids: readonly string[]): JetStreamItem[] =>
   ids.map((id) => ({ subject, payload: encoder.encode(JSON.stringify({ id })), msgId: id }));
 
-describe("JetStream batch publisher", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("JetStream batch publisher", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   let admin: NatsAdmin;
   let nc: NatsConnection;
 

@@ -24,11 +24,12 @@ import {
   uniqueNames,
   waitFor,
 } from "../../helpers/nats.js";
+import { needs } from "../../helpers/needs.js";
 
 const reachable = await natsReachable();
 const silent = pino({ level: "silent" });
 
-describe("NATS consumer", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("NATS consumer", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   let admin: NatsAdmin;
   const consumers: NatsConsumer[] = [];
   const consumerFor = (

@@ -9,12 +9,13 @@ import { pino } from "pino";
 import { createNatsConsumer, type NatsConsumer } from "../../../src/bus/nats/nats-consumer.js";
 import { createNatsSink, type NatsSink } from "../../../src/gateway/publish/nats-sink.js";
 import { PrivateNats, tableEnvelopes, uniqueNames, waitFor } from "../../helpers/nats.js";
+import { needs } from "../../helpers/needs.js";
 
 const server = await PrivateNats.start();
 const silent = pino({ level: "silent" });
 
 describe("NATS restart", {
-  skip: server === undefined ? "nats-server is not installed: run scripts/services.sh start" : false,
+  skip: needs(server === undefined ? "nats-server is not installed: run scripts/services.sh start" : false),
 }, () => {
   let nats: PrivateNats;
   const sinks: NatsSink[] = [];

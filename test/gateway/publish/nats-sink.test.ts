@@ -21,11 +21,12 @@ import {
   tableMessage,
   uniqueNames,
 } from "../../helpers/nats.js";
+import { needs } from "../../helpers/needs.js";
 
 const reachable = await natsReachable();
 const silent = pino({ level: "silent" });
 
-describe("NATS sink", { skip: reachable ? false : NATS_SKIP }, () => {
+describe("NATS sink", { skip: needs(reachable ? false : NATS_SKIP) }, () => {
   let admin: NatsAdmin;
   const sinks: NatsSink[] = [];
   const sinkFor = (names: { stream: string; subjectPrefix: string }): NatsSink => {

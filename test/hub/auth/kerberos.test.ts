@@ -24,6 +24,7 @@ import { type AuthService, registerAuth } from "../../../src/hub/auth/auth.js";
 import { basicAuthorization } from "../../../src/hub/auth/credentials.js";
 import { loadKerberosBinding, parseServicePrincipal, realmOf } from "../../../src/hub/auth/kerberos.js";
 import { kdcMissing, startRealm, type TestRealm, ticketEnd, writeKrb5Conf } from "../../helpers/kdc.js";
+import { needs } from "../../helpers/needs.js";
 
 const SERVICE = "HTTP/localhost@GOOD.TEST";
 /** Seconds of clock skew the hub's Kerberos library allows (its krb5.conf), so expiry comes soon. */
@@ -104,7 +105,7 @@ describe("without the kerberos binding", () => {
 });
 
 test("with the binding but no usable keytab, the hub starts, says why at start, and refuses Negotiate", {
-  skip: loadKerberosBinding().ok ? false : "the kerberos binding does not load here",
+  skip: needs(loadKerberosBinding().ok ? false : "the kerberos binding does not load here"),
 }, async () => {
   const { lines, logger } = capture();
   const app = createHttpApp({ logger });
@@ -148,7 +149,7 @@ function skipReason(): string | undefined {
 }
 const SKIP = skipReason();
 
-describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
+describe("SPNEGO against a real KDC", { skip: needs(SKIP) }, () => {
   let good: TestRealm;
   let other: TestRealm;
   let app: FastifyInstance;

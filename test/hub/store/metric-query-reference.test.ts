@@ -24,6 +24,7 @@ import type {
   TimeWindow,
 } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 
 const BUDGET_MS = 6_000; // per store: fast-check stops starting new runs after this
@@ -343,7 +344,7 @@ if (reachable) {
 
 describe("metric query against a reference written from DESIGN 5.3", () => {
   after(() => db?.drop());
-  if (!reachable) it("postgres", { skip: PG_SKIP }, () => undefined);
+  if (!reachable) it("postgres", { skip: needs(PG_SKIP) }, () => undefined);
 
   for (const { name, open } of stores) {
     it(`(${name}) percentiles take the exact nearest rank of every n from 1 to 100`, async () => {

@@ -22,6 +22,7 @@ import type {
   TimeWindow,
 } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 
 const BUDGET_MS = 30_000; // fast-check stops starting new runs after this
@@ -59,7 +60,7 @@ const EXACT = new Set(["svc.count", "svc.min", "svc.max", "svc.first", "svc.last
 
 const reachable = await postgresReachable();
 
-describe("DuckDB and PostgreSQL stores agree", { skip: reachable ? false : PG_SKIP }, () => {
+describe("DuckDB and PostgreSQL stores agree", { skip: needs(reachable ? false : PG_SKIP) }, () => {
   let db: PgTestDatabase | undefined;
   after(() => db?.drop());
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { MessageOf } from "../../../src/messages/types.js";
 import { countSamples } from "../../helpers/hub-query.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 import { startVigil, tempDir, type VigilProcess, writeFile } from "../../helpers/vigil-process.js";
 
@@ -35,7 +36,7 @@ function row(me: string, i: number): MessageOf<"table"> {
   };
 }
 
-describe("vigil hub --store postgres://", { skip: reachable ? false : PG_SKIP }, () => {
+describe("vigil hub --store postgres://", { skip: needs(reachable ? false : PG_SKIP) }, () => {
   const dir = tempDir("hub-pg");
   let db: PgTestDatabase | undefined;
   let hub: VigilProcess | undefined;

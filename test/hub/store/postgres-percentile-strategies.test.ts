@@ -33,6 +33,7 @@ import type {
   TimeWindow,
 } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 
 const MINUTE = 60_000;
@@ -101,7 +102,7 @@ function comparable(rows: readonly MetricQueryRow[]): unknown[] {
   }));
 }
 
-describe("PostgreSQL metric query strategies", { skip: reachable ? false : PG_SKIP }, () => {
+describe("PostgreSQL metric query strategies", { skip: needs(reachable ? false : PG_SKIP) }, () => {
   after(() => db?.drop());
 
   for (const strategy of ["hash", "sort"] as const) {

@@ -12,6 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { noDelaySocket } from "../../../src/hub/store/postgres/postgres-socket.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 
 const reachable = await postgresReachable();
@@ -25,7 +26,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-describe("the PostgreSQL client's sockets", { skip: reachable ? false : PG_SKIP }, () => {
+describe("the PostgreSQL client's sockets", { skip: needs(reachable ? false : PG_SKIP) }, () => {
   let db: PgTestDatabase;
   before(async () => {
     db = await PgTestDatabase.create("socket");

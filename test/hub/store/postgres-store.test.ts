@@ -11,13 +11,14 @@ import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-st
 import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
 import { type IngestBatch, type MessageKey, StoreDataError } from "../../../src/hub/store/store.js";
 import { asEntityId, asEpochMs } from "../../../src/ids.js";
+import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
 import { storeContract } from "./store-contract.js";
 import { storeContractApi } from "./store-contract-api.js";
 
 const reachable = await postgresReachable();
 if (!reachable) {
-  describe("PostgreSQL store", { skip: PG_SKIP }, () => undefined);
+  describe("PostgreSQL store", { skip: needs(PG_SKIP) }, () => undefined);
 } else {
   const db = await PgTestDatabase.create("contract");
   after(() => db.drop());
