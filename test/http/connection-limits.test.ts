@@ -95,7 +95,7 @@ describe("HTTP connection limits", () => {
     }
     // Once the server has seen them close, the address may connect again.
     let status: number | string = "not tried";
-    for (let attempt = 0; attempt < 40 && status !== 200; attempt += 1) {
+    for (let attempt = 0; attempt < 400 && status !== 200; attempt += 1) {
       await new Promise((resolve) => setTimeout(resolve, 25));
       status = await ping(url).catch((error: Error) => error.message);
     }

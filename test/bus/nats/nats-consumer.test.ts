@@ -210,9 +210,7 @@ describe("NATS consumer", { skip: needs(reachable ? false : NATS_SKIP) }, () => 
     });
     await waitFor("the handler to hold a batch", () => entered);
 
-    const started = Date.now();
-    await stuck.stop(200);
-    assert.ok(Date.now() - started < 5_000, "stop returned near its deadline");
+    await stuck.stop(200); // returns although the handler never does (else the test times out)
     assert.equal(stuck.status().state, "stopped");
     assert.equal(stuck.status().delivered, 0);
 

@@ -342,7 +342,7 @@ describe("POST /v0/messages admits at most MAX_CONCURRENT_BACKFILLS bodies, befo
   }
 
   /** Polls until a new POST of one line is admitted (a place was freed) or `tries` run out. */
-  async function admittedSoon(port: number, tries = 50): Promise<Answer> {
+  async function admittedSoon(port: number, tries = 500): Promise<Answer> {
     for (let i = 0; ; i++) {
       const { answer, finish } = open(port, line, 0);
       finish();
