@@ -1,6 +1,9 @@
 /**
  * The time-series chart of the entity page, drawn by uPlot on a canvas (docs/dependencies.md): one
  * series per row, x in the chosen time zone (uPlot's `tzDate`), gaps where a bucket has no value.
+ * The x-axis spans the time range asked for (from the earliest bucket's start when a bucket starts
+ * before it), whatever the number of buckets: uPlot's own range for one bucket is years wide.
+ * The drawn range is kept on the container (`data-x-min`, `data-x-max`, epoch seconds).
  */
 import uPlot from "uplot";
 import { h, replace } from "./dom.js";
@@ -39,13 +42,14 @@ export class Chart {
     return Math.max(320, this.container.clientWidth);
   }
 
-  /** Draws `series` over `xs` (epoch seconds), replacing what was drawn. */
+  /** Draws `series` over `xs` (epoch seconds) across `range` (epoch seconds), replacing what was drawn. */
   draw(
     xs: readonly number[],
     series: readonly ChartSeries[],
     zone: string,
     unit: string,
     title: string,
+    range: { readonly from: number; readonly to: number },
   ): void {
     this.plot?.destroy();
     this.plot = undefined;
@@ -55,12 +59,14 @@ export class Chart {
     }
     replace(this.container);
     const tz = drawableZone(zone);
+    const min = Math.min(range.from, xs[0] ?? range.from);
+    const max = Math.max(range.to, xs[xs.length - 1] ?? range.to);
     const options: uPlot.Options = {
       title,
       width: this.width(),
       height: this.height,
       ...(tz === undefined ? {} : { tzDate: (ts: number) => uPlot.tzDate(new Date(ts * 1e3), tz) }),
-      scales: { x: { time: true } },
+      scales: { x: { time: true, range: (): uPlot.Range.MinMax => [min, max] } },
       series: [
         { label: "Time" },
         ...series.map((s, i) => ({
@@ -68,9 +74,20 @@ export class Chart {
           stroke: PALETTE[i % PALETTE.length] ?? "#000",
           width: 2,
           spanGaps: false,
+          // A lone bucket has no line to draw: its point shows it.
+          ...(xs.length === 1 ? { points: { show: true } } : {}),
         })),
       ],
       axes: [{}, { label: unit === "none" ? "" : unit, size: 60 }],
+      hooks: {
+        setScale: [
+          (u, key) => {
+            if (key !== "x") return;
+            this.container.dataset.xMin = String(u.scales.x?.min ?? "");
+            this.container.dataset.xMax = String(u.scales.x?.max ?? "");
+          },
+        ],
+      },
     };
     const data = [Array.from(xs), ...series.map((s) => Array.from(s.values))] as uPlot.AlignedData;
     this.plot = new uPlot(options, data, this.container);

@@ -364,11 +364,12 @@ function chartPanel(
     const range = RANGES.find(([value]) => value === rangeSelect.value)?.[2] ?? 3_600_000;
     const zone = zoneInput.value.trim() || browserZone();
     replace(status, "Loading…");
+    const asked = rangeEnding(range);
     try {
       const response = await api<QueryResponse>("/v0/metrics/query", {
         body: {
           zoneId: zone,
-          filter: { entities: filter, range: rangeEnding(range) },
+          filter: { entities: filter, range: asked },
           metrics: [{ identifier: "m", include }],
           aggregations: [aggregation],
           bucketing: { duration: bucketSelect.value },
@@ -393,6 +394,7 @@ function chartPanel(
         zone,
         unit,
         `${aggregation} of ${path.column} per ${bucketSelect.selectedOptions[0]?.textContent ?? bucketSelect.value}`,
+        { from: Date.parse(asked.from) / 1000, to: Date.parse(asked.to) / 1000 },
       );
       replace(
         status,

@@ -301,6 +301,35 @@ describe("web console", { skip: needs(skip) }, () => {
       .filter({ hasText: /buckets\.$/ })
       .waitFor();
     await screenshot(page, "entity");
+
+    // The x-axis spans the range asked for (the last 6 hours), with two buckets and with one.
+    const plot = page.locator(".plot");
+    const span = async () => {
+      const [min, max] = await Promise.all([
+        plot.getAttribute("data-x-min"),
+        plot.getAttribute("data-x-max"),
+      ]);
+      return Number(max) - Number(min);
+    };
+    assert.equal(await span(), 6 * 3_600);
+    // The probe's PUTs of this run, all within seconds: one 1-hour bucket in the last 15 minutes,
+    // which starts before the range does: the axis runs from its start to the range's end.
+    await page.getByRole("combobox", { name: "Bucket" }).selectOption({ label: "1 hour" });
+    const lone = await query(() =>
+      page.getByRole("combobox", { name: "Time range" }).selectOption({ label: "Last 15 minutes" }),
+    );
+    assert.equal(lone.bucketing.duration, "PT1H");
+    await page
+      .getByRole("status")
+      .filter({ hasText: /: 1 buckets\.$/ })
+      .waitFor();
+    const lonely = await span();
+    assert.ok(lonely >= 15 * 60 && lonely <= 75 * 60, `one bucket: the axis spans ${lonely} s, not years`);
+    assert.ok(
+      (await pixelsOfColour(page, ".plot canvas", FIRST_SERIES_RGB)) > 5,
+      "the lone bucket's point is drawn",
+    );
+    await screenshot(page, "entity-one-bucket");
     assert.deepEqual(problems.pageErrors, []);
     assert.deepEqual(problems.failedRequests, []);
     assert.deepEqual(problems.errorAnswers, []);
