@@ -23,7 +23,6 @@ export async function runService(options: RunOptions): Promise<void> {
   const { logger } = options;
   limitHeapGrowth();
   const service = await options.start();
-  logger.info({ urls: service.urls }, "vigil is up");
   const config = options.config;
   const watcher =
     config === undefined
@@ -45,7 +44,7 @@ export async function runService(options: RunOptions): Promise<void> {
             );
           },
         });
-  await runUntilSignal(logger, {
+  const stopped = runUntilSignal(logger, {
     reload: () => {
       if (watcher === undefined) logger.info("no setup file to reload (built-in sample setup)");
       else void watcher.reload();
@@ -57,6 +56,9 @@ export async function runService(options: RunOptions): Promise<void> {
       await service.stop(deadlineMs);
     },
   });
+  // Said once a stop signal is handled: whoever waits for this line may stop the process cleanly.
+  logger.info({ urls: service.urls }, "vigil is up");
+  await stopped;
   // Everything is stopped; a handle some library left open must not keep the process alive.
   process.exit(process.exitCode ?? 0);
 }

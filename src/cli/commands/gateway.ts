@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { startGatewayService } from "../../compose/gateway-service.js";
 import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
-import { createLogger } from "../logger.js";
+import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
 import { ALL_INTERFACES } from "./hosts.js";
 import { parsePort } from "./hub.js";
@@ -16,6 +16,7 @@ interface GatewayCommandOptions {
   port?: string;
   hub?: string;
   logLevel: string;
+  logFormat: LogFormat;
 }
 
 export function registerGateway(program: Command): void {
@@ -35,8 +36,9 @@ export function registerGateway(program: Command): void {
       "hub whose tokens the command API and tap accept (default http://127.0.0.1:<hub.port>)",
     )
     .option("--log-level <level>", "pino log level", "info")
+    .addOption(logFormatOption())
     .action(async (options: GatewayCommandOptions) => {
-      const logger = createLogger(options.logLevel);
+      const logger = createLogger(options.logLevel, options.logFormat);
       const setup = loadSetupFile(options.config);
       await runService({
         logger,

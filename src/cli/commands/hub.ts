@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { startHubService } from "../../compose/hub-service.js";
 import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
-import { createLogger } from "../logger.js";
+import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
 import { ALL_INTERFACES } from "./hosts.js";
 
@@ -17,6 +17,7 @@ interface HubCommandOptions {
   port?: string;
   gateway?: string;
   logLevel: string;
+  logFormat: LogFormat;
 }
 
 export function registerHub(program: Command): void {
@@ -34,8 +35,9 @@ export function registerHub(program: Command): void {
       "gateway the web console's snooze and assign actions go to (default http://127.0.0.1:<gateway.port>)",
     )
     .option("--log-level <level>", "pino log level", "info")
+    .addOption(logFormatOption())
     .action(async (options: HubCommandOptions) => {
-      const logger = createLogger(options.logLevel);
+      const logger = createLogger(options.logLevel, options.logFormat);
       const setup = loadSetupFile(options.config);
       const dataDir = resolve(options.dataDir);
       await runService({

@@ -18,7 +18,7 @@ import {
   type SecureFlagValues,
   secureModeFromFlags,
 } from "../../probe/tls/secure-flags.js";
-import { createLogger } from "../logger.js";
+import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
 import { ALL_INTERFACES } from "./hosts.js";
 
@@ -28,6 +28,7 @@ interface ProbeCommandOptions extends SecureFlagValues {
   name: string;
   host: string;
   logLevel: string;
+  logFormat: LogFormat;
 }
 
 export function registerProbe(program: Command): void {
@@ -38,12 +39,13 @@ export function registerProbe(program: Command): void {
     .option("--config <file>", "read the probe's setup from this file instead of the gateway")
     .option("--host <host>", "address to listen on", ALL_INTERFACES)
     .option("--log-level <level>", "pino log level", "info")
+    .addOption(logFormatOption())
     .action(async (options: ProbeCommandOptions) => {
       if (options.gateway === undefined && options.config === undefined) {
         throw new Error("vigil probe needs --gateway URL (setup from the gateway) or --config FILE");
       }
       const secure = secureModeFromFlags(options);
-      const logger = createLogger(options.logLevel);
+      const logger = createLogger(options.logLevel, options.logFormat);
       const setup = options.config === undefined ? undefined : loadSetupFile(options.config);
       // A setup whose gateway serves HTTPS: the link is wss, trusting gateway.tls.certificate.
       const gatewayTls = setup !== undefined && tlsEnabled(setup.gateway.tls);

@@ -14,7 +14,7 @@ import {
   type SecureFlagValues,
   secureModeFromFlags,
 } from "../../probe/tls/secure-flags.js";
-import { createLogger } from "../logger.js";
+import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
 import { LOOPBACK } from "./hosts.js";
 
@@ -24,6 +24,7 @@ interface UpOptions extends SecureFlagValues {
   demo: boolean;
   host: string;
   logLevel: string;
+  logFormat: LogFormat;
 }
 
 export function registerUp(program: Command): void {
@@ -34,9 +35,10 @@ export function registerUp(program: Command): void {
     .option("--demo", "push demo data through the probe's HTTP API", false)
     .option("--host <host>", "address of the gateway and hub (probes use their setup hostname)", LOOPBACK)
     .option("--log-level <level>", "pino log level", "info")
+    .addOption(logFormatOption())
     .action(async (options: UpOptions) => {
       const secure = secureModeFromFlags(options);
-      const logger = createLogger(options.logLevel);
+      const logger = createLogger(options.logLevel, options.logFormat);
       const setup = options.config === undefined ? sampleSetup() : loadSetupFile(options.config);
       await runService({
         logger,
