@@ -12,6 +12,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { buildSetup, type SetupInput } from "./build-setup.js";
+import { readLinkSecrets } from "./link-secret.js";
 import type { Setup } from "./setup.js";
 import { crossCheckIssues } from "./setup-cross-checks.js";
 import { SetupError, tidyIssues } from "./setup-issues.js";
@@ -27,7 +28,7 @@ export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.j
  * rowLimit 200, fkm sampleInterval 20 s, hub port 8081 with 100 000 series per entity, security
  * enabled with 300 s tokens; see `defaults.ts`). `source` (a file name) prefixes every issue path;
  * `baseDir`, when given, is the folder that relative paths in the setup (publish file,
- * certificates, keytab) are resolved against, otherwise they are kept as written. Throws a
+ * certificates, keytab, link secret files) are resolved against, otherwise they are kept as written. Throws a
  * `SetupError` listing every YAML syntax error, or else every schema and cross-check problem.
  */
 export function parseSetup(yamlText: string, source?: string, baseDir?: string): Setup {
@@ -38,11 +39,13 @@ export function parseSetup(yamlText: string, source?: string, baseDir?: string):
     ]);
   }
 
-  const raw = [...schemaIssues(data), ...crossCheckIssues(data)];
+  // Link secrets are read (linkSecretFile) and checked here: no check quotes a secret.
+  const { secrets, issues } = readLinkSecrets(data, baseDir);
+  const raw = [...schemaIssues(data), ...crossCheckIssues(data), ...issues];
   if (raw.length > 0) throw new SetupError(tidyIssues(raw.map(locate)));
 
   // The schema and the cross-checks have passed, so `data` has the shape of SetupInput.
-  return buildSetup(data as SetupInput, baseDir);
+  return buildSetup(data as SetupInput, baseDir, secrets);
 }
 
 /**

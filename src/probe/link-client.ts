@@ -34,6 +34,7 @@ import {
   estimateChangeSize,
   type GatewayFrame,
   LINK_PROTOCOL_VERSION,
+  type LinkErrorCode,
   type ProbeFrame,
   type ProbeParameters,
   type WireRow,
@@ -105,6 +106,8 @@ interface Session {
   closed: boolean;
   welcome: WelcomeFrame | undefined;
   helloParameters: ProbeParameters;
+  /** New parameters wait for credit: the gateway counts them as a batch. */
+  parametersDue: boolean;
   nextSeq: number;
   readonly inFlight: InFlight[];
   state: StateCursor | undefined;
@@ -117,6 +120,14 @@ interface Outgoing {
   readonly change: Change;
   readonly bytes: number;
 }
+
+/** Refusals that the next attempt, soon after, would meet again: retried after the longest delay. */
+const RETRY_LATER: ReadonlySet<LinkErrorCode> = new Set([
+  "VERSION_MISMATCH",
+  "UNKNOWN_PROBE",
+  "NOT_THIS_PROBE",
+  "SECRET_CHANGED",
+]);
 
 /** The probe's end of the link: start it once, hand it changes, stop it once. */
 export class ProbeLinkClient {
@@ -321,6 +332,7 @@ export class ProbeLinkClient {
       closed: false,
       welcome: undefined,
       helloParameters,
+      parametersDue: false,
       nextSeq: 1,
       inFlight: [],
       state: undefined,
@@ -394,8 +406,7 @@ export class ProbeLinkClient {
         return;
       case "error":
         this.log.warn({ code: frame.code, reason: frame.message }, "the gateway refused or ended the link");
-        if (frame.code === "VERSION_MISMATCH" || frame.code === "UNKNOWN_PROBE")
-          this.nextDelayMs = this.maxDelay;
+        if (RETRY_LATER.has(frame.code)) this.nextDelayMs = this.maxDelay;
         return;
     }
   }
@@ -442,7 +453,8 @@ export class ProbeLinkClient {
       return;
     }
     session.helloParameters = now;
-    this.send(session, { type: "parameters", parameters: now });
+    session.parametersDue = true;
+    this.pump();
   }
 
   private beat(session: Session): void {
@@ -486,6 +498,15 @@ export class ProbeLinkClient {
     if (session === undefined || session.closed || session.welcome === undefined) return;
     const { credit, maxBatchChanges } = session.welcome;
     while (session.inFlight.length < credit) {
+      if (session.parametersDue) {
+        session.parametersDue = false;
+        const seq = session.nextSeq++;
+        this.send(session, { type: "parameters", seq, parameters: session.helloParameters });
+        session.inFlight.push({ seq, changes: 0 });
+        this.sentBatches += 1;
+        continue;
+      }
+      if (session.phase === "handshake") break; // the state starts once the welcome is applied
       if (session.phase === "syncing") {
         const state = session.state as StateCursor;
         const { items, last } = state.next(maxBatchChanges, LINK_BATCH_TARGET_BYTES);
