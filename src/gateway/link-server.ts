@@ -150,12 +150,14 @@ export class LinkServer {
   }
 
   /**
-   * Links that have not said `hello` yet: the WebSocket upgrade refuses one more past
-   * LINK_MAX_UNAUTHENTICATED.
+   * WebSocket links that have not said `hello` yet (in-process ones are not counted): the upgrade
+   * refuses one more past LINK_MAX_UNAUTHENTICATED.
    */
   awaitingHello(): number {
     let count = 0;
-    for (const session of this.sessions) if (session.phase === "handshake") count += 1;
+    for (const session of this.sessions) {
+      if (session.phase === "handshake" && session.identity.kind === "secret") count += 1;
+    }
     return count;
   }
 

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { LinkSecret } from "../../src/config/link-secret.js";
+import { parseSetup } from "../../src/config/load-setup.js";
 import { webSocketConnector } from "../../src/link/websocket.js";
 import type { ProbeMessage } from "../../src/messages/types.js";
 import { buildProbe, type Probe } from "../../src/probe/app.js";
@@ -23,6 +24,7 @@ import {
   P4_SECRET,
   refusalCount,
   refused,
+  SETUP_TEXT,
   startGateway,
   type TestGateway,
 } from "./link-helpers.js";
@@ -104,6 +106,30 @@ describe("probe link authentication", () => {
       assert.ok(!text.includes(`"${other}"`), `welcome names ${other}`);
     link.send({ type: "bye", reason: "test done" });
     await link.closed;
+  });
+});
+
+describe("a reload that changes a probe's secret", () => {
+  test("ends that probe's link; the old secret is refused from then on, the new one links", async () => {
+    const gw = await startGateway();
+    try {
+      const link = await opened(gw.url, P1_SECRET);
+      link.send(hello("p1"));
+      await link.frame("welcome");
+      const renewed = "p1-renewed-link-secret-00000000";
+      gw.gateway.updateSetup(
+        parseSetup(SETUP_TEXT.replace(`linkSecret: ${P1_SECRET}`, `linkSecret: ${renewed}`)),
+      );
+      assert.equal((await link.frame("error")).code, "SECRET_CHANGED");
+      assert.equal((await link.closed).code, 1008);
+      assert.equal((await refused(gw.url, { secret: P1_SECRET })).status, 401);
+      const again = await opened(gw.url, renewed);
+      again.send(hello("p1"));
+      await again.frame("welcome");
+      again.socket.terminate();
+    } finally {
+      await gw.stop();
+    }
   });
 });
 
