@@ -24,24 +24,24 @@ export const LINK_SECRET_ENV = "VIGIL_LINK_SECRET";
 const SECRET_TEXT = /^[\x21-\x7e]+$/;
 const HIDDEN = "[link secret]";
 
-/** A probe's link secret: `reveal()` gives its text; JSON and `inspect` show `[link secret]`. */
+/**
+ * A probe's link secret: `reveal()` gives its text; JSON and `inspect` show `[link secret]`. Its
+ * digest is an own property, so two setups whose secrets differ are not deep-equal (a reload that
+ * changes only a secret is applied).
+ */
 export class LinkSecret {
   readonly #text: string;
   /** SHA-256 of the text, hex: what the gateway looks a presented secret up by. */
-  readonly #digest: string;
+  readonly digest: string;
 
   constructor(text: string) {
     this.#text = text;
-    this.#digest = linkSecretDigest(text);
+    this.digest = linkSecretDigest(text);
     Object.freeze(this);
   }
 
   reveal(): string {
     return this.#text;
-  }
-
-  get digest(): string {
-    return this.#digest;
   }
 
   toJSON(): string {
@@ -123,14 +123,23 @@ export interface ProbeLinkSecret {
 }
 
 /**
- * The link secrets of the setup's probes (`data`: the YAML as read, schema already passed), each
- * `linkSecretFile` read (relative to `baseDir` when given), with an issue for each secret that is
- * too short, unreadable, or shared with another probe (two probes may not share one: a secret
- * names its probe). No issue quotes a secret.
+ * Whose `linkSecretFile`s a process reads when it loads the setup: every probe's (the gateway,
+ * `vigil up`, `vigil validate`), one probe's (`vigil probe --config`: a probe's host need not hold
+ * the others' secrets), or none (`vigil hub`, which has no use for them).
+ */
+export type LinkSecretFiles = "all" | "none" | { readonly probe: string };
+
+/**
+ * The link secrets of the setup's probes (`data`: the YAML as read, schema already passed): each
+ * inline `linkSecret`, and each `linkSecretFile` that `files` selects (default all) read, relative
+ * to `baseDir` when given; with an issue for each secret that is too short, unreadable, or shared
+ * with another probe (two probes may not share one: a secret names its probe). No issue quotes a
+ * secret.
  */
 export function readLinkSecrets(
   data: unknown,
   baseDir: string | undefined,
+  files: LinkSecretFiles = "all",
 ): { secrets: ProbeLinkSecret[]; issues: RawIssue[] } {
   const secrets: ProbeLinkSecret[] = [];
   const issues: RawIssue[] = [];
@@ -146,6 +155,7 @@ export function readLinkSecrets(
       if (problem !== undefined) issues.push({ segments: where, message: problem });
       else secret = new LinkSecret(probe.linkSecret);
     } else if (typeof probe.linkSecretFile === "string") {
+      if (files === "none" || (typeof files === "object" && files.probe !== probe.name)) return;
       where = ["probes", p, "linkSecretFile"];
       const file = probe.linkSecretFile;
       const path = baseDir === undefined || isAbsolute(file) ? file : resolve(baseDir, file);

@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { buildSetup, type SetupInput } from "./build-setup.js";
-import { readLinkSecrets } from "./link-secret.js";
+import { type LinkSecretFiles, readLinkSecrets } from "./link-secret.js";
 import type { Setup } from "./setup.js";
 import { crossCheckIssues } from "./setup-cross-checks.js";
 import { SetupError, tidyIssues } from "./setup-issues.js";
@@ -20,6 +20,12 @@ import { schemaIssues } from "./setup-schema-check.js";
 import { readSetupYaml } from "./setup-yaml.js";
 
 export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.js";
+
+/** How a process loads the setup. */
+export interface SetupLoadOptions {
+  /** Whose `linkSecretFile`s are read (default "all"; see `LinkSecretFiles`). */
+  readonly linkSecretFiles?: LinkSecretFiles;
+}
 
 /**
  * Parses and validates setup YAML and returns the frozen `Setup` with every default filled in
@@ -30,8 +36,14 @@ export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.j
  * `baseDir`, when given, is the folder that relative paths in the setup (publish file,
  * certificates, keytab, link secret files) are resolved against, otherwise they are kept as written. Throws a
  * `SetupError` listing every YAML syntax error, or else every schema and cross-check problem.
+ * `options.linkSecretFiles` says whose link secret files are read (default every probe's).
  */
-export function parseSetup(yamlText: string, source?: string, baseDir?: string): Setup {
+export function parseSetup(
+  yamlText: string,
+  source?: string,
+  baseDir?: string,
+  options: SetupLoadOptions = {},
+): Setup {
   const { data, locate } = readSetupYaml(yamlText, source);
   if (data === null || data === undefined) {
     throw new SetupError([
@@ -40,7 +52,7 @@ export function parseSetup(yamlText: string, source?: string, baseDir?: string):
   }
 
   // Link secrets are read (linkSecretFile) and checked here: no check quotes a secret.
-  const { secrets, issues } = readLinkSecrets(data, baseDir);
+  const { secrets, issues } = readLinkSecrets(data, baseDir, options.linkSecretFiles);
   const raw = [...schemaIssues(data), ...crossCheckIssues(data), ...issues];
   if (raw.length > 0) throw new SetupError(tidyIssues(raw.map(locate)));
 
@@ -53,7 +65,7 @@ export function parseSetup(yamlText: string, source?: string, baseDir?: string):
  * (`setup.yaml:probes[0].name`), and relative paths inside the file are resolved against the file's
  * folder. A file that cannot be read is a `SetupError` too, with the read error as `cause`.
  */
-export function loadSetupFile(path: string): Setup {
+export function loadSetupFile(path: string, options: SetupLoadOptions = {}): Setup {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -63,5 +75,5 @@ export function loadSetupFile(path: string): Setup {
       cause,
     });
   }
-  return parseSetup(text, path, dirname(resolve(path)));
+  return parseSetup(text, path, dirname(resolve(path)), options);
 }

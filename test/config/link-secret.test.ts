@@ -10,10 +10,10 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { inspect } from "node:util";
+import { inspect, isDeepStrictEqual } from "node:util";
 import { validateSetupFile } from "../../src/cli/commands/validate.js";
 import { LINK_SECRET_ENV, LinkSecret, probeLinkSecret } from "../../src/config/link-secret.js";
-import { loadSetupFile } from "../../src/config/load-setup.js";
+import { loadSetupFile, parseSetup } from "../../src/config/load-setup.js";
 
 const dir = mkdtempSync(join(tmpdir(), "vigil-link-secret-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -79,6 +79,31 @@ describe("link secrets in the setup", () => {
     ]) {
       assert.ok(!text.includes(SECRET_A), text);
     }
+  });
+});
+
+describe("whose secret files a process reads", () => {
+  const probes =
+    "  - {name: p1, linkSecretFile: a.secret, restApiHttpPort: 0, restApiHttpsPort: 0}\n" +
+    "  - {name: p2, linkSecretFile: elsewhere/p2.secret, restApiHttpPort: 0, restApiHttpsPort: 0}\n";
+
+  test("the gateway (every file) fails on a file missing here; a probe reads its own only; a hub none", () => {
+    const path = setupFile(probes);
+    assert.throws(() => loadSetupFile(path), /probes\[1\]\.linkSecretFile: cannot read the link secret file/);
+    const probe = loadSetupFile(path, { linkSecretFiles: { probe: "p1" } });
+    assert.deepEqual(
+      probe.linkSecrets.map((s) => [s.probe, s.secret.reveal()]),
+      [["p1", SECRET_A]],
+    );
+    assert.deepEqual(loadSetupFile(path, { linkSecretFiles: "none" }).linkSecrets, []);
+  });
+
+  test("two setups that differ only by a secret are not equal, so a reload applies the new one", () => {
+    const one = parseSetup(`gateway: {name: G}\nprobes:\n  - {name: p1, linkSecret: ${SECRET_A}}\n`);
+    const two = parseSetup(`gateway: {name: G}\nprobes:\n  - {name: p1, linkSecret: ${SECRET_B}}\n`);
+    const same = parseSetup(`gateway: {name: G}\nprobes:\n  - {name: p1, linkSecret: ${SECRET_A}}\n`);
+    assert.equal(isDeepStrictEqual(one, two), false);
+    assert.equal(isDeepStrictEqual(one, same), true);
   });
 });
 

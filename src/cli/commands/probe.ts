@@ -53,7 +53,9 @@ export function registerProbe(program: Command): void {
       }
       const secure = secureModeFromFlags(options);
       const logger = createLogger(options.logLevel);
-      const setup = options.config === undefined ? undefined : loadSetupFile(options.config);
+      // A probe reads its own link secret file only: its host need not hold the other probes'.
+      const load = { linkSecretFiles: { probe: options.name } } as const;
+      const setup = options.config === undefined ? undefined : loadSetupFile(options.config, load);
       // A setup whose gateway serves HTTPS: the link is wss, trusting gateway.tls.certificate.
       const gatewayTls = setup !== undefined && tlsEnabled(setup.gateway.tls);
       const gateway =
@@ -74,7 +76,7 @@ export function registerProbe(program: Command): void {
         logger,
         ...(setup === undefined || options.config === undefined
           ? {}
-          : { config: { path: options.config, setup } }),
+          : { config: { path: options.config, setup, load } }),
         start: () =>
           startProbeService({
             name: options.name,
