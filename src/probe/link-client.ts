@@ -30,6 +30,8 @@ import {
   CLOSE_NORMAL,
   CLOSE_POLICY,
   CLOSE_PROTOCOL_ERROR,
+  CLOSE_TOO_BIG,
+  CLOSE_TOO_DEEP,
   encodeCells,
   estimateChangeSize,
   type GatewayFrame,
@@ -581,6 +583,15 @@ export class ProbeLinkClient {
     this.coalescedPending += lost;
     const level = info.code === CLOSE_NORMAL && !wasUp ? "info" : "warn";
     this.log[level]({ code: info.code, reason: info.reason, byProbe: info.local }, "probe link closed");
+    if (!info.local && (info.code === CLOSE_TOO_BIG || info.code === CLOSE_TOO_DEEP)) {
+      // The gateway refused a frame of this probe's: sent again at once, the same state would be
+      // refused again. The longest back-off keeps such a loop to one attempt per interval.
+      this.log.error(
+        { code: info.code, reason: info.reason },
+        "the gateway refused a frame of this probe's as too large or too deep (its limits section); retrying later",
+      );
+      this.nextDelayMs = this.maxDelay;
+    }
     this.wake();
     this.retry();
   }

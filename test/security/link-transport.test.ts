@@ -9,8 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
+import { LinkSecret } from "../../src/config/link-secret.js";
 import { DEFAULT_DATA_LIMITS } from "../../src/limits/data-limits.js";
 import { CLOSE_HELLO_TIMEOUT, CLOSE_TOO_BIG, CLOSE_TOO_DEEP } from "../../src/link/protocol.js";
+import { webSocketConnector } from "../../src/link/websocket.js";
+import { buildProbe } from "../../src/probe/app.js";
 import { eventually } from "../link/helpers.js";
 import {
   hello,
@@ -152,6 +156,43 @@ describe("frames a link may not send", () => {
       assert.ok(published <= credit + 2, `${published} probe messages for a credit of ${credit}`);
     } finally {
       gw.publisher.setReady(true);
+    }
+  });
+});
+
+describe("a probe whose frame the gateway refuses as too large", () => {
+  test("logs it and retries after its longest back-off, not at once", async () => {
+    const gw = await startGateway({ setupText: `${SETUP_TEXT}limits: { linkFrameBytes: 65536 }\n` });
+    const lines: string[] = [];
+    const probe = buildProbe({
+      name: "p1",
+      link: webSocketConnector(gw.url, { secret: new LinkSecret(P1_SECRET) }),
+      logger: pino({ level: "info" }, { write: (line: string) => void lines.push(line) }),
+      linkTuning: { reconnectMinMs: 10, reconnectMaxMs: 600_000 },
+    });
+    try {
+      const { http } = await probe.start();
+      await eventually(() => gw.gateway.links().find((l) => l.state === "up"), "the link");
+      const rows = Array.from({ length: 40 }, (_, i) => ({ name: `r${i}`, v: "x".repeat(2_000) }));
+      const put = await fetch(`${http}/v1/managedEntity/me1/sampler/s1/dataview/big`, {
+        method: "PUT",
+        body: JSON.stringify(rows),
+      });
+      assert.equal(put.status, 200);
+      const refused = await eventually(
+        () =>
+          lines
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((l) => l.code === CLOSE_TOO_BIG && l.level === 50),
+        "the probe's error line",
+      );
+      assert.match(String(refused.msg), /too large or too deep/);
+      // The retry waits for the longest back-off (10 min here): no second connection meanwhile.
+      assert.equal(probe.linkStatus().connections, 1);
+      assert.equal(probe.linkStatus().state, "down");
+    } finally {
+      await probe.stop(100);
+      await gw.stop();
     }
   });
 });
