@@ -485,7 +485,8 @@ export class LinkServer {
   }
 
   private closed(session: Session, info: LinkClose): void {
-    const transport = TRANSPORT_REFUSALS.get(info.code);
+    // Closed by this side's WebSocket end for what the peer sent (a peer's own close is its matter).
+    const transport = info.local ? TRANSPORT_REFUSALS.get(info.code) : undefined;
     if (transport !== undefined) {
       this.refusals.note(
         transport,
