@@ -3,7 +3,7 @@
  *
  * It connects through a {@link LinkConnector}, says `hello`, waits for `welcome`, sends the probe's
  * current state and then the changes the ingest endpoints hand it, in batches, never more than the
- * gateway's credit window unacknowledged. Changes wait in an outgoing buffer bounded by
+ * gateway's credit window unacknowledged (new parameters, once it listens, are a batch too). Changes wait in an outgoing buffer bounded by
  * PROBE_OUTGOING_CHANGES (and an estimated size); when it is full `checkCapacity()` throws the 503
  * INGEST_BACKLOG, so the slowness of a sink reaches the clients that push data.
  *
