@@ -281,6 +281,7 @@ function setupYaml(publish: string): string {
 probes:
   - name: p1
     hostname: 127.0.0.1
+    linkSecret: ${P1_LINK_SECRET}
     restApiHttpPort: 0${memoryProtection("    ")}
     managedEntities:
 ${entities}
@@ -638,6 +639,9 @@ async function startUp(dir: string, track: (s: Service) => void): Promise<Starte
   };
 }
 
+/** Probe p1's link secret (DESIGN 5.4b); the probe process reads it from a 0600 file. */
+const P1_LINK_SECRET = "bench-p1-link-secret-0123456789";
+
 async function startProcesses(
   dir: string,
   track: (s: Service) => void,
@@ -688,9 +692,21 @@ async function startProcesses(
   );
   track(gateway);
   const gatewayUrl = await gateway.url("gateway");
+  const secretFile = join(dir, "probe", "p1.secret");
+  writeFileSync(secretFile, P1_LINK_SECRET, { mode: 0o600 });
   const probe = new Service(
     "probe",
-    ["probe", "--gateway", gatewayUrl, "--name", "p1", "--host", "127.0.0.1"],
+    [
+      "probe",
+      "--gateway",
+      gatewayUrl,
+      "--name",
+      "p1",
+      "--host",
+      "127.0.0.1",
+      "--link-secret-file",
+      secretFile,
+    ],
     join(dir, "probe"),
   );
   track(probe);

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { RunningService } from "../compose/service.js";
-import { formatSetupIssues } from "../config/load-setup.js";
+import { formatSetupIssues, type SetupLoadOptions } from "../config/load-setup.js";
 import type { Setup } from "../config/setup.js";
 import { watchSetupFile } from "../config/watch-setup.js";
 import { limitHeapGrowth } from "./heap-growth.js";
@@ -14,7 +14,7 @@ import { runUntilSignal } from "./signals.js";
 export interface RunOptions {
   readonly logger: Logger;
   /** The setup file to watch and the setup it held at start; none for the built-in sample setup. */
-  readonly config?: { readonly path: string; readonly setup: Setup };
+  readonly config?: { readonly path: string; readonly setup: Setup; readonly load?: SetupLoadOptions };
   start(): Promise<RunningService>;
 }
 
@@ -29,6 +29,7 @@ export async function runService(options: RunOptions): Promise<void> {
       ? undefined
       : watchSetupFile(config.path, {
           current: config.setup,
+          ...(config.load === undefined ? {} : { load: config.load }),
           onChange(setup) {
             logger.info({ file: config.path }, "setup changed; applying it");
             try {

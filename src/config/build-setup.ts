@@ -34,6 +34,7 @@ import {
   DEFAULT_TOKEN_LIFETIME,
   DEFAULT_VERIFY_CLIENT_CERTIFICATE,
 } from "./defaults.js";
+import type { ProbeLinkSecret } from "./link-secret.js";
 import type {
   ColumnSchema,
   ManagedEntitySetup,
@@ -90,6 +91,8 @@ interface MemoryProtectionInput {
 interface ProbeInput {
   name: string;
   hostname?: string;
+  linkSecret?: string;
+  linkSecretFile?: string;
   restApiHttpPort?: number;
   restApiHttpsPort?: number;
   memoryProtection?: MemoryProtectionInput;
@@ -134,12 +137,21 @@ interface RuleInput {
  * for probes, gateway and hub alike; rest-api bufferSize 1000 and rowLimit 200; fkm sampleInterval
  * 20 s; hub port 8081, 100 000 series per entity, security enabled with 300 s tokens. Relative paths
  * (publish file, certificates, keytab) are resolved against `baseDir` when given, else kept as written.
+ * `linkSecrets` are the probes' link secrets as `readLinkSecrets` read them (none by default).
  */
-export function buildSetup(input: SetupInput, baseDir: string | undefined): Setup {
-  return deepFreeze(setupOf(input, baseDir));
+export function buildSetup(
+  input: SetupInput,
+  baseDir: string | undefined,
+  linkSecrets: readonly ProbeLinkSecret[] = [],
+): Setup {
+  return deepFreeze(setupOf(input, baseDir, linkSecrets));
 }
 
-function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
+function setupOf(
+  input: SetupInput,
+  baseDir: string | undefined,
+  linkSecrets: readonly ProbeLinkSecret[],
+): Setup {
   const path = (p: string | undefined): string =>
     p === undefined || p === "" ? "" : baseDir === undefined || isAbsolute(p) ? p : resolve(baseDir, p);
   const hub = input.hub ?? {};
@@ -186,6 +198,7 @@ function setupOf(input: SetupInput, baseDir: string | undefined): Setup {
       },
     },
     limits: { ...DEFAULT_DATA_LIMITS, ...input.limits },
+    linkSecrets: linkSecrets.map(({ probe, secret }) => ({ probe, secret })),
   };
 }
 

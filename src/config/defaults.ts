@@ -264,12 +264,6 @@ export const HEAP_GROWING_PERCENT = 100; // percent
  * docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
  */
 export const MAX_SEMI_SPACE_MB = 16; // MB
-/**
- * Largest frame either side accepts (the WebSocket `maxPayload`). A `dataview` change comes from
- * one request body (at most DEFAULT_BODY_LIMIT_BYTES = 10 MiB) and encodes to at most about twice
- * that (row names beside the cells); batches are cut at LINK_BATCH_TARGET_BYTES.
- */
-export const LINK_MAX_FRAME_BYTES = 64 * 1024 * 1024; // 64 MiB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
 export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**
@@ -284,6 +278,24 @@ export const LINK_MAX_CELL_LENGTH = 1024 * 1024; // UTF-16 code units
 export const MAX_CONCURRENT_BACKFILLS = 2;
 /** Time a probe waits for the WebSocket handshake before it gives up and retries. */
 export const LINK_HANDSHAKE_TIMEOUT_MS = 10_000; // ms
+
+// Probe link authentication and transport bounds (DESIGN 5.4b; docs/security.md, "The probe link")
+/** Shortest link secret a probe may have (`linkSecret`, `linkSecretFile`, `VIGIL_LINK_SECRET`). */
+export const LINK_SECRET_MIN_LENGTH = 16; // characters
+/** Time a link has, from its upgrade, to say `hello`; then it is closed (CLOSE_HELLO_TIMEOUT). */
+export const LINK_HELLO_TIMEOUT_MS = 5_000; // ms
+/**
+ * Links that have not completed `hello` (their upgrade accepted, the hello not yet seen) one
+ * gateway holds at once; one more upgrade is answered 503 with Retry-After, counted and logged.
+ */
+export const LINK_MAX_UNAUTHENTICATED = 16; // connections
+/**
+ * Time a link closed by this side gets to finish the WebSocket closing handshake before its socket
+ * is cut (`ws` would wait 30 s for a peer that never answers the close frame).
+ */
+export const LINK_CLOSING_GRACE_MS = 1_000; // ms
+/** A refusal of the same kind (401, 503, hello timeout, protocol error) is logged at most this often. */
+export const LINK_REFUSAL_LOG_INTERVAL_MS = 60_000; // ms (1 min)
 /**
  * Messages the hubs' durable consumer may lag behind the stream before the NATS target holds back its
  * acknowledgements (back-pressure through the bus): about a seventh of a second of what a hub commits

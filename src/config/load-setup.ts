@@ -12,6 +12,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { buildSetup, type SetupInput } from "./build-setup.js";
+import { type LinkSecretFiles, readLinkSecrets } from "./link-secret.js";
 import type { Setup } from "./setup.js";
 import { crossCheckIssues } from "./setup-cross-checks.js";
 import { SetupError, tidyIssues } from "./setup-issues.js";
@@ -20,6 +21,12 @@ import { readSetupYaml } from "./setup-yaml.js";
 
 export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.js";
 
+/** How a process loads the setup. */
+export interface SetupLoadOptions {
+  /** Whose `linkSecretFile`s are read (default "all"; see `LinkSecretFiles`). */
+  readonly linkSecretFiles?: LinkSecretFiles;
+}
+
 /**
  * Parses and validates setup YAML and returns the frozen `Setup` with every default filled in
  * (gateway port 7039, publish [memory], 256 columns per dataview, 8192-unit cells, probe hostname
@@ -27,10 +34,16 @@ export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.j
  * rowLimit 200, fkm sampleInterval 20 s, hub port 8081 with 100 000 series per entity, security
  * enabled with 300 s tokens; see `defaults.ts`). `source` (a file name) prefixes every issue path;
  * `baseDir`, when given, is the folder that relative paths in the setup (publish file,
- * certificates, keytab) are resolved against, otherwise they are kept as written. Throws a
+ * certificates, keytab, link secret files) are resolved against, otherwise they are kept as written. Throws a
  * `SetupError` listing every YAML syntax error, or else every schema and cross-check problem.
+ * `options.linkSecretFiles` says whose link secret files are read (default every probe's).
  */
-export function parseSetup(yamlText: string, source?: string, baseDir?: string): Setup {
+export function parseSetup(
+  yamlText: string,
+  source?: string,
+  baseDir?: string,
+  options: SetupLoadOptions = {},
+): Setup {
   const { data, locate } = readSetupYaml(yamlText, source);
   if (data === null || data === undefined) {
     throw new SetupError([
@@ -38,11 +51,13 @@ export function parseSetup(yamlText: string, source?: string, baseDir?: string):
     ]);
   }
 
-  const raw = [...schemaIssues(data), ...crossCheckIssues(data)];
+  // Link secrets are read (linkSecretFile) and checked here: no check quotes a secret.
+  const { secrets, issues } = readLinkSecrets(data, baseDir, options.linkSecretFiles);
+  const raw = [...schemaIssues(data), ...crossCheckIssues(data), ...issues];
   if (raw.length > 0) throw new SetupError(tidyIssues(raw.map(locate)));
 
   // The schema and the cross-checks have passed, so `data` has the shape of SetupInput.
-  return buildSetup(data as SetupInput, baseDir);
+  return buildSetup(data as SetupInput, baseDir, secrets);
 }
 
 /**
@@ -50,7 +65,7 @@ export function parseSetup(yamlText: string, source?: string, baseDir?: string):
  * (`setup.yaml:probes[0].name`), and relative paths inside the file are resolved against the file's
  * folder. A file that cannot be read is a `SetupError` too, with the read error as `cause`.
  */
-export function loadSetupFile(path: string): Setup {
+export function loadSetupFile(path: string, options: SetupLoadOptions = {}): Setup {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -60,5 +75,5 @@ export function loadSetupFile(path: string): Setup {
       cause,
     });
   }
-  return parseSetup(text, path, dirname(resolve(path)));
+  return parseSetup(text, path, dirname(resolve(path)), options);
 }

@@ -3,6 +3,8 @@
  * addressed (probes, managed entities in a probe, samplers by `name(type)`, rules, app-key client
  * ids), an fkm `source.sampler` naming a rest-api sampler of its entity (DESIGN 3.4), rule targets
  * naming a cell or a headline, regular expressions that compile, listeners on distinct ports,
+ * at most one of a probe's `linkSecret` and `linkSecretFile` (the secrets themselves are checked
+ * where they are read, `link-secret.ts`),
  * complete hub TLS and Kerberos settings (DESIGN 5.4), and text that is well-formed Unicode.
  *
  * The checks run on the raw data even when the schema failed, so one pass reports everything, and
@@ -70,6 +72,12 @@ function checkProbes(probes: readonly unknown[], issues: RawIssue[]): void {
   probes.forEach((probe, p) => {
     if (!isRecord(probe)) return;
     unique(probeNames, probe.name, ["probes", p, "name"], "probe name", issues);
+    if (probe.linkSecret !== undefined && probe.linkSecretFile !== undefined) {
+      issues.push({
+        segments: ["probes", p, "linkSecretFile"],
+        message: "give the probe's link secret once: linkSecret or linkSecretFile, not both",
+      });
+    }
 
     const hostname = typeof probe.hostname === "string" ? probe.hostname : DEFAULT_PROBE_HOSTNAME;
     for (const [key, fallback] of [

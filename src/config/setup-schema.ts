@@ -180,6 +180,11 @@ const probe = {
     restApiHttpPort: port(DEFAULT_REST_API_HTTP_PORT),
     restApiHttpsPort: port(DEFAULT_REST_API_HTTPS_PORT),
     memoryProtection,
+    linkSecret: {
+      type: "string",
+      description: "the secret the probe presents on the probe link (at least 16 characters)",
+    },
+    linkSecretFile: { ...filePath, description: "a file (mode 0600) holding the probe's link secret" },
     managedEntities: { type: "array", items: managedEntity, default: [] },
   },
   additionalProperties: false,

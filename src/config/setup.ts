@@ -4,6 +4,7 @@
  */
 import type { DataLimits } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
+import type { ProbeLinkSecret } from "./link-secret.js";
 
 export type RuleOperator = "=" | "!=" | ">" | ">=" | "<" | "<=" | "contains" | "matches";
 
@@ -135,4 +136,9 @@ export interface Setup {
   readonly hub: HubSetup;
   /** What may enter from the network, the same at every entry point (docs/security.md, "Limits"). */
   readonly limits: DataLimits;
+  /**
+   * The link secrets of the probes that have one (`linkSecret` or `linkSecretFile`), kept apart
+   * from `probes` so that no probe's part of the setup (sent in `welcome`) carries one.
+   */
+  readonly linkSecrets: readonly ProbeLinkSecret[];
 }

@@ -16,7 +16,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { SETUP_RELOAD_DEBOUNCE_MS } from "./defaults.js";
-import { loadSetupFile, SetupError } from "./load-setup.js";
+import { loadSetupFile, SetupError, type SetupLoadOptions } from "./load-setup.js";
 import type { Setup } from "./setup.js";
 
 export interface SetupWatchOptions {
@@ -31,6 +31,8 @@ export interface SetupWatchOptions {
   onInvalid(error: SetupError): void;
   /** Quiet time after the last event before reading the file; default SETUP_RELOAD_DEBOUNCE_MS (100 ms). */
   readonly debounceMs?: number;
+  /** How the file is loaded, as at start-up (whose link secret files are read). */
+  readonly load?: SetupLoadOptions;
 }
 
 /** What one reload found: a new setup, the same one, an unusable file, or a closed watcher. */
@@ -71,7 +73,7 @@ export function watchSetupFile(path: string, options: SetupWatchOptions): SetupW
     cancelPending();
     let setup: Setup;
     try {
-      setup = loadSetupFile(path);
+      setup = loadSetupFile(path, options.load);
     } catch (error) {
       options.onInvalid(asSetupError(path, error));
       return "invalid";

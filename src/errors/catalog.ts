@@ -131,6 +131,11 @@ export const ERRORS = {
     title: "Authorization failed",
     body: "A valid authorization token is needed: send 'Authorization: Bearer <token>' with a token from GET /token.",
   },
+  LINK_UNAUTHORIZED: {
+    status: 401,
+    title: "Authorization failed",
+    body: "The probe link needs the probe's link secret: send 'Authorization: Bearer <linkSecret>' on the upgrade (vigil probe --link-secret-file FILE, or VIGIL_LINK_SECRET).",
+  },
   CLIENT_UNAUTHORIZED: {
     status: 401,
     title: "Authorization failed",

@@ -15,7 +15,8 @@ import {
   DEFAULT_GATEWAY_HOST,
   GATEWAY_SEVERITIES_FILE,
   GATEWAY_STATE_FILE,
-  LINK_MAX_FRAME_BYTES,
+  LINK_MAX_UNAUTHENTICATED,
+  RETRY_AFTER_SECONDS,
   STATE_SAVE_INTERVAL_MS,
   TAP_END_GRACE_MS,
   TAP_MAX_BUFFERED_BYTES,
@@ -36,6 +37,7 @@ import { registerCommandRoutes } from "./commands/command-routes.js";
 import { requireBearer, type TokenVerifier, tokenExpiresAt } from "./gateway-auth.js";
 import { registerGatewayMetrics } from "./gateway-metrics.js";
 import { Hierarchy } from "./hierarchy.js";
+import { LinkAuthenticator, refuseUpgrade } from "./link-auth.js";
 import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
 import type { SeverityEngine } from "./severity/severity-engine.js";
@@ -52,6 +54,10 @@ export interface GatewayLinkTuning {
   readonly heartbeatMs?: number;
   readonly creditBatches?: number;
   readonly maxBatchChanges?: number;
+  /** Default LINK_HELLO_TIMEOUT_MS. */
+  readonly helloTimeoutMs?: number;
+  /** Links that have not said hello, at most; default LINK_MAX_UNAUTHENTICATED. */
+  readonly maxUnauthenticated?: number;
 }
 
 export interface GatewayOptions {
@@ -166,14 +172,16 @@ export function buildGateway(options: GatewayOptions): Gateway {
     await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
   };
   const memory = new MemoryProtection("gateway", () => setup.gateway.memoryProtection);
+  const { maxUnauthenticated = LINK_MAX_UNAUTHENTICATED, ...linkTuning } = options.linkTuning ?? {};
   const links = new LinkServer({
     setup: () => setup,
     hierarchy,
     publisher,
     memory,
     logger: log,
-    ...options.linkTuning,
+    ...linkTuning,
   });
+  const linkAuth = new LinkAuthenticator(setup.linkSecrets);
   // Both gateway.tls files set: the HTTP API and the probe link are HTTPS (wss) only; read before
   // anything starts, so a bad file stops the start.
   const tls = loadServerTls("gateway", setup.gateway.tls);
@@ -187,20 +195,52 @@ export function buildGateway(options: GatewayOptions): Gateway {
   certificates.attach(http.server);
   let stopping = false;
 
-  // The probe link: a WebSocket upgrade on LINK_PATH (DESIGN 1). Probe authentication is not
-  // specified yet, so links are accepted with security enabled too.
-  const wss = new WebSocketServer({ noServer: true, maxPayload: LINK_MAX_FRAME_BYTES });
+  // The probe link: a WebSocket upgrade on LINK_PATH (DESIGN 1), authenticated before the upgrade
+  // by the probe's link secret (DESIGN 5.4b): a missing or wrong one is the same 401 whatever the
+  // probe. At most LINK_MAX_UNAUTHENTICATED links may be waiting for their hello; one more is a 503.
+  // A message is at most limits.linkFrameBytes, all its fragments together (`ws` counts them
+  // against maxPayload), set again on a reload for the links that open after it.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: setup.limits.linkFrameBytes,
+  });
   http.server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? "").split("?")[0];
-    if (path !== LINK_PATH || stopping) {
-      socket.end(
-        `HTTP/1.1 ${stopping ? "503 Service Unavailable" : "404 Not Found"}\r\nConnection: close\r\n\r\n`,
+    const remote = `${request.socket.remoteAddress ?? "?"}:${request.socket.remotePort ?? "?"}`;
+    if (path !== LINK_PATH) {
+      refuseUpgrade(socket, new VigilError("NOT_FOUND", { path: path ?? "" }));
+      return;
+    }
+    if (stopping) {
+      refuseUpgrade(socket, new VigilError("SERVICE_UNAVAILABLE", { detail: "The gateway is stopping." }));
+      return;
+    }
+    const identity = linkAuth.identify(request.headers.authorization);
+    if (identity.kind === "refused") {
+      links.refusals.note(identity.reason, { remote }, "probe link refused: no valid link secret (401)");
+      refuseUpgrade(socket, new VigilError("LINK_UNAUTHORIZED"), { "WWW-Authenticate": "Bearer" });
+      return;
+    }
+    if (links.awaitingHello() >= maxUnauthenticated) {
+      links.refusals.note(
+        "busy",
+        { remote, limit: maxUnauthenticated },
+        "probe link refused: too many links have not said hello yet (503)",
+      );
+      refuseUpgrade(
+        socket,
+        new VigilError("SERVICE_UNAVAILABLE", {
+          detail: `The gateway holds ${maxUnauthenticated} probe links that have not said hello yet; retry later.`,
+        }),
+        { "Retry-After": String(RETRY_AFTER_SECONDS) },
       );
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
-      const remote = `${request.socket.remoteAddress ?? "?"}:${request.socket.remotePort ?? "?"}`;
-      links.accept(webSocketEnd(ws, remote));
+      links.accept(
+        webSocketEnd(ws, remote, () => setup.limits),
+        identity,
+      );
     });
   });
 
@@ -236,6 +276,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   registerGatewayMetrics(metrics, {
     publisher: () => publisher.status(),
     links: () => links.status(),
+    linkRefusals: links.refusals,
     tap: () => ({ clients: taps.size, dropped: tapDropped }),
     memory,
   });
@@ -324,7 +365,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     connectInProcess() {
       return inProcessConnector((end) => {
         if (stopping) throw new Error("the gateway is stopping");
-        links.accept(end);
+        links.accept(end, { kind: "in-process" });
       });
     },
     updateSetup(next) {
@@ -339,6 +380,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
         publisher.publish(hierarchy.updateRules(next.rules, clock()));
         log.info({ rules: next.rules.length }, "rules changed; severities evaluated again");
       }
+      linkAuth.update(next.linkSecrets);
+      wss.options.maxPayload = next.limits.linkFrameBytes;
       links.updateSetup(before, next);
       if (JSON.stringify(next.gateway.tls) !== JSON.stringify(before.gateway.tls))
         certificates.reload(next.gateway.tls);

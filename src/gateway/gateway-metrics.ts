@@ -17,6 +17,7 @@ import {
   readLabelledGauge,
   type Sample,
 } from "../metrics/registry.js";
+import type { LinkRefusals } from "./link-refusals.js";
 import type { LinkStatus } from "./link-server.js";
 import type { NatsSinkStats } from "./publish/nats-sink.js";
 import type { PublisherStatus } from "./publish/publisher.js";
@@ -25,6 +26,7 @@ import type { SinkStatus } from "./publish/sink-channel.js";
 export interface GatewayMetricsSources {
   readonly publisher: () => PublisherStatus;
   readonly links: () => readonly LinkStatus[];
+  readonly linkRefusals: LinkRefusals;
   readonly tap: () => { readonly clients: number; readonly dropped: number };
   readonly memory: MemoryProtection;
 }
@@ -126,6 +128,17 @@ export function registerGatewayMetrics(registry: Registry, sources: GatewayMetri
       help: "Probe links whose acknowledgements wait for room in the publish targets or for memory",
     },
     () => sources.links().filter((link) => link.waiting).length,
+  );
+  readLabelledCounter(
+    registry,
+    {
+      name: "vigil_gateway_link_refusals_total",
+      help: "Probe links refused or ended for what the peer did (401 missing or wrong secret, 503 busy, hello timeout, protocol error, frame too large or too deep), by reason",
+      labelNames: ["reason"] as const,
+    },
+    function* () {
+      for (const [reason, count] of sources.linkRefusals.counts()) yield [{ reason }, count] as const;
+    },
   );
   readGauge(
     registry,

@@ -1,20 +1,27 @@
 /**
  * The gateway's side of the probe link (DESIGN 1 "probe link" and "Hand-offs", DESIGN 4.3).
  *
- * Each link starts with the probe's `hello`: a probe of another protocol version or one the setup
- * does not name is refused with an `error` frame and closed; otherwise it gets `welcome` with its
- * part of the setup, and a newer link of the same probe replaces an older one. Every batch the
- * probe sends (`state`, then `changes`) is validated, applied to the hierarchy, and its messages
- * handed to the publisher at once; the batch is acknowledged only when the publisher is ready and
- * the gateway's memory is below its protection threshold, so a slow sink slows the probe down.
- * A link silent for 3 heartbeat intervals is lost; a lost link, like `bye`, publishes the probe
- * with `ConState: Down`. A frame that breaks the protocol closes its link with a logged reason.
+ * A link comes with who it is (DESIGN 5.4b): an in-process link (`vigil up`) is trusted; a
+ * WebSocket link presented a probe's link secret on its upgrade (checked in `app.ts` before the
+ * upgrade) and may speak only for that probe. Each link must say `hello` within
+ * LINK_HELLO_TIMEOUT_MS: a `hello` naming another probe than the secret's (NOT_THIS_PROBE), a probe
+ * of another protocol version or one the setup does not name is refused with an `error` frame
+ * and closed; otherwise it gets `welcome` with its own part of the setup, and a newer link of the
+ * same probe (which presented the same probe's secret) replaces an older one. Every frame that
+ * makes the gateway publish (`parameters`, `state`, `changes`) is a batch within the link's credit:
+ * validated, applied to the hierarchy, its messages handed to the publisher at once, and
+ * acknowledged only when the publisher is ready and the gateway's memory is below its protection
+ * threshold, so a slow sink slows the probe down and nothing a probe sends grows a queue. A link
+ * silent for 3 heartbeat intervals is lost; a lost link, like `bye`, publishes the probe with
+ * `ConState: Down`. A frame that breaks the protocol closes its link; refusals are counted and
+ * their log lines rate-limited (`link-refusals.ts`).
  */
 import type { Logger } from "pino";
 import {
   LINK_BATCH_CHANGES,
   LINK_CREDIT_BATCHES,
   LINK_HEARTBEAT_MS,
+  LINK_HELLO_TIMEOUT_MS,
   MEMORY_CHECK_INTERVAL_MS,
 } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
@@ -22,9 +29,13 @@ import type { MemoryProtection } from "../http/memory-protection.js";
 import {
   CLOSE_GOING_AWAY,
   CLOSE_HEARTBEAT_TIMEOUT,
+  CLOSE_HELLO_TIMEOUT,
+  CLOSE_INVALID_DATA,
   CLOSE_NORMAL,
   CLOSE_POLICY,
   CLOSE_PROTOCOL_ERROR,
+  CLOSE_TOO_BIG,
+  CLOSE_TOO_DEEP,
   type GatewayFrame,
   LINK_PROTOCOL_VERSION,
   type LinkErrorCode,
@@ -35,6 +46,18 @@ import type { LinkClose, LinkEnd } from "../link/transport.js";
 import { type FrameBounds, FrameError, frameBounds, parseProbeFrame } from "../link/validate.js";
 import type { PublicV2Message } from "../messages/types.js";
 import type { Hierarchy } from "./hierarchy.js";
+import { type LinkRefusalReason, LinkRefusals } from "./link-refusals.js";
+
+/** Binary frames: `ws` and the WebSocket end close them with 1003. */
+const CLOSE_UNSUPPORTED_DATA = 1003;
+
+/**
+ * Who a link is: `in-process` (`vigil up`, trusted) or the probe whose link secret the upgrade
+ * presented (`digest`: the secret's SHA-256, to end the link when the setup changes the secret).
+ */
+export type LinkIdentity =
+  | { readonly kind: "in-process" }
+  | { readonly kind: "secret"; readonly probe: string; readonly digest: string };
 
 /** What the link server needs of the publisher (the lead's `Publisher` has it). */
 export interface LinkPublisher {
@@ -55,6 +78,10 @@ export interface LinkServerOptions {
   readonly creditBatches?: number;
   /** Default LINK_BATCH_CHANGES. */
   readonly maxBatchChanges?: number;
+  /** Default LINK_HELLO_TIMEOUT_MS. */
+  readonly helloTimeoutMs?: number;
+  /** Where refusals are counted and logged; default one of its own. */
+  readonly refusals?: LinkRefusals;
 }
 
 /** One link on the status page (`GET /v1/status`). */
@@ -77,6 +104,7 @@ export interface LinkStatus {
 
 interface Session {
   readonly end: LinkEnd;
+  readonly identity: LinkIdentity;
   readonly connectedAt: number;
   probe: string | undefined;
   phase: "handshake" | "syncing" | "up";
@@ -89,6 +117,7 @@ interface Session {
   waiting: boolean;
   lastReceived: number;
   timer: NodeJS.Timeout | undefined;
+  helloTimer: NodeJS.Timeout | undefined;
   batches: number;
   changes: number;
   rejectedChanges: number;
@@ -103,6 +132,9 @@ export class LinkServer {
   private readonly heartbeatMs: number;
   private readonly credit: number;
   private readonly maxBatchChanges: number;
+  private readonly helloTimeoutMs: number;
+  /** Refused links, counted for `/metrics` and logged at most once a minute per reason. */
+  readonly refusals: LinkRefusals;
   private accepting = true;
   private bounds: FrameBounds;
 
@@ -112,11 +144,28 @@ export class LinkServer {
     this.heartbeatMs = options.heartbeatMs ?? LINK_HEARTBEAT_MS;
     this.credit = options.creditBatches ?? LINK_CREDIT_BATCHES;
     this.maxBatchChanges = options.maxBatchChanges ?? LINK_BATCH_CHANGES;
+    this.helloTimeoutMs = options.helloTimeoutMs ?? LINK_HELLO_TIMEOUT_MS;
+    this.refusals = options.refusals ?? new LinkRefusals(this.log);
     this.bounds = frameBounds(probeLimits(options.setup().gateway), this.maxBatchChanges);
   }
 
-  /** Takes a new link (from the WebSocket upgrade or an in-process connector). */
-  accept(end: LinkEnd): void {
+  /**
+   * WebSocket links that have not said `hello` yet (in-process ones are not counted): the upgrade
+   * refuses one more past LINK_MAX_UNAUTHENTICATED.
+   */
+  awaitingHello(): number {
+    let count = 0;
+    for (const session of this.sessions) {
+      if (session.phase === "handshake" && session.identity.kind === "secret") count += 1;
+    }
+    return count;
+  }
+
+  /**
+   * Takes a new link (from the WebSocket upgrade, which checked its secret, or an in-process
+   * connector); it must say `hello` within the hello timeout.
+   */
+  accept(end: LinkEnd, identity: LinkIdentity): void {
     if (!this.accepting) {
       this.send(end, { type: "error", code: "SHUTTING_DOWN", message: "the gateway is stopping" });
       end.close(CLOSE_GOING_AWAY, "gateway stopping");
@@ -124,6 +173,7 @@ export class LinkServer {
     }
     const session: Session = {
       end,
+      identity,
       connectedAt: Date.now(),
       probe: undefined,
       phase: "handshake",
@@ -135,6 +185,7 @@ export class LinkServer {
       waiting: false,
       lastReceived: Date.now(),
       timer: undefined,
+      helloTimer: undefined,
       batches: 0,
       changes: 0,
       rejectedChanges: 0,
@@ -142,6 +193,16 @@ export class LinkServer {
     };
     this.sessions.add(session);
     session.timer = setInterval(() => this.beat(session), this.heartbeatMs);
+    session.helloTimer = setTimeout(() => {
+      if (session.closed || session.phase !== "handshake") return;
+      this.refusals.note(
+        "hello_timeout",
+        { remote: end.remote, helloTimeoutMs: this.helloTimeoutMs },
+        "probe link closed: no hello in time",
+      );
+      session.end.close(CLOSE_HELLO_TIMEOUT, `no hello within ${this.helloTimeoutMs} ms`);
+      this.forget(session);
+    }, this.helloTimeoutMs);
     end.listen({
       frame: (value) => this.receive(session, value),
       close: (info) => this.closed(session, info),
@@ -162,6 +223,13 @@ export class LinkServer {
       if (next === undefined) {
         this.refuse(session, "UNKNOWN_PROBE", `probe '${probe}' is no longer in the gateway's setup`);
         continue;
+      }
+      if (session.identity.kind === "secret") {
+        const digest = after.linkSecrets.find((s) => s.probe === probe)?.secret.digest;
+        if (digest !== session.identity.digest) {
+          this.refuse(session, "SECRET_CHANGED", "the gateway's setup changed this probe's link secret");
+          continue;
+        }
       }
       const previous = before.probes.find((p) => p.name === probe);
       if (limitsChanged || JSON.stringify(previous) !== JSON.stringify(next)) {
@@ -243,17 +311,13 @@ export class LinkServer {
         return;
       case "heartbeat":
         return;
-      case "parameters":
-        this.options.publisher.publish(
-          this.options.hierarchy.parameters(probe, frame.parameters, Date.now()),
-        );
-        return;
       case "bye":
         this.log.info({ probe, reason: frame.reason }, "probe said bye");
         session.quiet = true;
         this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
         session.end.close(CLOSE_NORMAL, "bye");
         return;
+      case "parameters":
       case "state":
       case "changes":
         this.batch(session, probe, frame);
@@ -262,6 +326,21 @@ export class LinkServer {
   }
 
   private hello(session: Session, frame: Extract<ProbeFrame, { type: "hello" }>): void {
+    const { identity } = session;
+    if (identity.kind === "secret" && identity.probe !== frame.probe) {
+      // The same answer whether the named probe exists or not: no oracle of probe names.
+      this.refusals.note(
+        "not_this_probe",
+        { remote: session.end.remote, secretOf: identity.probe },
+        "probe link refused: its hello names another probe than its secret's",
+      );
+      this.refuse(
+        session,
+        "NOT_THIS_PROBE",
+        "the link secret presented is not that of the probe named in hello",
+      );
+      return;
+    }
     const probeSetup = this.options.hierarchy.probeSetup(frame.probe);
     if (probeSetup === undefined) {
       this.refuse(session, "UNKNOWN_PROBE", `the gateway's setup has no probe named '${frame.probe}'`);
@@ -297,7 +376,7 @@ export class LinkServer {
   private batch(
     session: Session,
     probe: string,
-    frame: Extract<ProbeFrame, { type: "state" }> | Extract<ProbeFrame, { type: "changes" }>,
+    frame: Extract<ProbeFrame, { type: "parameters" | "state" | "changes" }>,
   ): void {
     if (frame.seq !== session.expectedSeq) {
       this.protocolError(session, `batch ${frame.seq} where ${session.expectedSeq} was due`);
@@ -320,6 +399,11 @@ export class LinkServer {
     session.batches += 1;
     const now = Date.now();
     const hierarchy = this.options.hierarchy;
+    if (frame.type === "parameters") {
+      this.options.publisher.publish(hierarchy.parameters(probe, frame.parameters, now));
+      session.acks = session.acks.then(() => this.ack(session, frame.seq));
+      return;
+    }
     const applied =
       frame.type === "state"
         ? hierarchy.state(probe, frame.items, frame.last, now)
@@ -378,10 +462,12 @@ export class LinkServer {
   }
 
   private refuse(session: Session, code: LinkErrorCode, message: string): void {
-    this.log.warn(
-      { probe: session.probe, remote: session.end.remote, code, reason: message },
-      "probe link refused",
-    );
+    if (code !== "NOT_THIS_PROBE") {
+      this.log.warn(
+        { probe: session.probe, remote: session.end.remote, code, reason: message },
+        "probe link refused",
+      );
+    }
     this.send(session.end, { type: "error", code, message });
     session.end.close(code === "REPLACED" ? CLOSE_NORMAL : CLOSE_POLICY, message);
     if (code !== "REPLACED") this.forget(session);
@@ -389,7 +475,8 @@ export class LinkServer {
   }
 
   private protocolError(session: Session, reason: string): void {
-    this.log.warn(
+    this.refusals.note(
+      "protocol_error",
       { probe: session.probe, remote: session.end.remote, reason },
       "probe link protocol error; closing",
     );
@@ -398,6 +485,15 @@ export class LinkServer {
   }
 
   private closed(session: Session, info: LinkClose): void {
+    // Closed by this side's WebSocket end for what the peer sent (a peer's own close is its matter).
+    const transport = info.local ? TRANSPORT_REFUSALS.get(info.code) : undefined;
+    if (transport !== undefined) {
+      this.refusals.note(
+        transport,
+        { probe: session.probe, remote: session.end.remote, code: info.code, reason: info.reason },
+        "probe link closed for a frame it may not send",
+      );
+    }
     if (session.closed) return;
     const probe = session.probe;
     const current = probe !== undefined && this.byProbe.get(probe) === session;
@@ -405,7 +501,7 @@ export class LinkServer {
     if (probe !== undefined && current && !session.quiet) {
       this.log.warn({ probe, code: info.code, reason: info.reason }, "probe link lost");
       this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
-    } else {
+    } else if (probe !== undefined) {
       this.log.info({ probe, code: info.code, reason: info.reason }, "probe link closed");
     }
   }
@@ -414,6 +510,7 @@ export class LinkServer {
   private forget(session: Session, unmap = true): void {
     session.closed = true;
     if (session.timer !== undefined) clearInterval(session.timer);
+    if (session.helloTimer !== undefined) clearTimeout(session.helloTimer);
     this.sessions.delete(session);
     if (unmap && session.probe !== undefined && this.byProbe.get(session.probe) === session) {
       this.byProbe.delete(session.probe);
@@ -424,3 +521,11 @@ export class LinkServer {
     end.send(frame);
   }
 }
+
+/** Close codes of the WebSocket end for frames a peer may not send, as refusal reasons. */
+const TRANSPORT_REFUSALS: ReadonlyMap<number, LinkRefusalReason> = new Map([
+  [CLOSE_TOO_BIG, "frame_too_large"],
+  [CLOSE_TOO_DEEP, "too_deep"],
+  [CLOSE_INVALID_DATA, "invalid_data"],
+  [CLOSE_UNSUPPORTED_DATA, "invalid_data"],
+]);

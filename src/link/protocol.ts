@@ -9,9 +9,11 @@
  * the gateway-wide limits, the credit window), `setup` (live update of that part), `ack` (a batch
  * was applied and its messages handed to the publisher; returns credit), `heartbeat`, `error`.
  *
- * Flow control (DESIGN 1 "Hand-offs"): the probe has at most `credit` batches unacknowledged.
- * Every batch (`state` or `changes`) carries the next sequence number, from 1 on each link; an
- * `ack` is cumulative (every batch up to `seq`).
+ * Flow control (DESIGN 1 "Hand-offs", DESIGN 5.4b): the probe has at most `credit` batches
+ * unacknowledged. Every frame that makes the gateway publish (`state`, `changes` and `parameters`)
+ * is a batch: it carries the next sequence number, from 1 on each link, and counts against the
+ * credit; an `ack` is cumulative (every batch up to `seq`). The other frames (`hello`, `heartbeat`,
+ * `bye`) queue nothing: a second `hello` is a protocol error and `bye` ends the link.
  *
  * Names that clients send (columns, rows, dataviews) are always values in arrays or strings here,
  * never object keys, so a frame can be parsed from JSON and read without prototype tricks.
@@ -21,7 +23,7 @@ import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
 import type { Severity } from "../messages/types.js";
 
 /** Version of this protocol; a probe and a gateway must agree exactly (a mismatch is refused). */
-export const LINK_PROTOCOL_VERSION = 1;
+export const LINK_PROTOCOL_VERSION = 2;
 
 /** Where the gateway serves the link (WebSocket upgrade on the gateway port, DESIGN 1). */
 export const LINK_PATH = "/v1/probe-link";
@@ -147,7 +149,8 @@ export type ProbeFrame =
        */
       readonly resumed: boolean;
     }
-  | { readonly type: "parameters"; readonly parameters: ProbeParameters }
+  /** New parameters (the probe's port once it listens): sequenced and acknowledged like a batch. */
+  | { readonly type: "parameters"; readonly seq: number; readonly parameters: ProbeParameters }
   | {
       readonly type: "state";
       readonly seq: number;
@@ -162,6 +165,10 @@ export type ProbeFrame =
 export const LINK_ERROR_CODES = [
   "VERSION_MISMATCH",
   "UNKNOWN_PROBE",
+  /** The `hello` names a probe other than the one whose link secret the upgrade presented. */
+  "NOT_THIS_PROBE",
+  /** A reload of the gateway's setup changed or removed the probe's link secret. */
+  "SECRET_CHANGED",
   "PROTOCOL_ERROR",
   "REPLACED",
   "SHUTTING_DOWN",
@@ -196,6 +203,10 @@ export const CLOSE_POLICY = 1008;
 export const CLOSE_TOO_BIG = 1009;
 /** Application code: no frame for 3 heartbeat intervals. */
 export const CLOSE_HEARTBEAT_TIMEOUT = 4000;
+/** Application code: a frame's JSON nests arrays and objects deeper than `limits.jsonDepth`. */
+export const CLOSE_TOO_DEEP = 4001;
+/** Application code: no `hello` within LINK_HELLO_TIMEOUT_MS of the upgrade. */
+export const CLOSE_HELLO_TIMEOUT = 4002;
 
 /**
  * Encodes cells (in column order) as {@link WireCells}: runs of blanks become their count and

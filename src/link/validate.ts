@@ -349,8 +349,12 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
       };
     }
     case "parameters": {
-      const f = object(value, "parameters", ["type", "parameters"]);
-      return { type, parameters: parameters(f.parameters, "parameters.parameters") };
+      const f = object(value, "parameters", ["type", "seq", "parameters"]);
+      return {
+        type,
+        seq: integer(f.seq, "parameters.seq", 1, SEQ_MAX),
+        parameters: parameters(f.parameters, "parameters.parameters"),
+      };
     }
     case "state": {
       const f = object(value, "state", ["type", "seq", "items", "last"]);

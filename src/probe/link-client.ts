@@ -3,7 +3,7 @@
  *
  * It connects through a {@link LinkConnector}, says `hello`, waits for `welcome`, sends the probe's
  * current state and then the changes the ingest endpoints hand it, in batches, never more than the
- * gateway's credit window unacknowledged. Changes wait in an outgoing buffer bounded by
+ * gateway's credit window unacknowledged (new parameters, once it listens, are a batch too). Changes wait in an outgoing buffer bounded by
  * PROBE_OUTGOING_CHANGES (and an estimated size); when it is full `checkCapacity()` throws the 503
  * INGEST_BACKLOG, so the slowness of a sink reaches the clients that push data.
  *
@@ -30,10 +30,13 @@ import {
   CLOSE_NORMAL,
   CLOSE_POLICY,
   CLOSE_PROTOCOL_ERROR,
+  CLOSE_TOO_BIG,
+  CLOSE_TOO_DEEP,
   encodeCells,
   estimateChangeSize,
   type GatewayFrame,
   LINK_PROTOCOL_VERSION,
+  type LinkErrorCode,
   type ProbeFrame,
   type ProbeParameters,
   type WireRow,
@@ -105,6 +108,8 @@ interface Session {
   closed: boolean;
   welcome: WelcomeFrame | undefined;
   helloParameters: ProbeParameters;
+  /** New parameters wait for credit: the gateway counts them as a batch. */
+  parametersDue: boolean;
   nextSeq: number;
   readonly inFlight: InFlight[];
   state: StateCursor | undefined;
@@ -117,6 +122,14 @@ interface Outgoing {
   readonly change: Change;
   readonly bytes: number;
 }
+
+/** Refusals that the next attempt, soon after, would meet again: retried after the longest delay. */
+const RETRY_LATER: ReadonlySet<LinkErrorCode> = new Set([
+  "VERSION_MISMATCH",
+  "UNKNOWN_PROBE",
+  "NOT_THIS_PROBE",
+  "SECRET_CHANGED",
+]);
 
 /** The probe's end of the link: start it once, hand it changes, stop it once. */
 export class ProbeLinkClient {
@@ -321,6 +334,7 @@ export class ProbeLinkClient {
       closed: false,
       welcome: undefined,
       helloParameters,
+      parametersDue: false,
       nextSeq: 1,
       inFlight: [],
       state: undefined,
@@ -394,8 +408,7 @@ export class ProbeLinkClient {
         return;
       case "error":
         this.log.warn({ code: frame.code, reason: frame.message }, "the gateway refused or ended the link");
-        if (frame.code === "VERSION_MISMATCH" || frame.code === "UNKNOWN_PROBE")
-          this.nextDelayMs = this.maxDelay;
+        if (RETRY_LATER.has(frame.code)) this.nextDelayMs = this.maxDelay;
         return;
     }
   }
@@ -442,7 +455,8 @@ export class ProbeLinkClient {
       return;
     }
     session.helloParameters = now;
-    this.send(session, { type: "parameters", parameters: now });
+    session.parametersDue = true;
+    this.pump();
   }
 
   private beat(session: Session): void {
@@ -486,6 +500,15 @@ export class ProbeLinkClient {
     if (session === undefined || session.closed || session.welcome === undefined) return;
     const { credit, maxBatchChanges } = session.welcome;
     while (session.inFlight.length < credit) {
+      if (session.parametersDue) {
+        session.parametersDue = false;
+        const seq = session.nextSeq++;
+        this.send(session, { type: "parameters", seq, parameters: session.helloParameters });
+        session.inFlight.push({ seq, changes: 0 });
+        this.sentBatches += 1;
+        continue;
+      }
+      if (session.phase === "handshake") break; // the state starts once the welcome is applied
       if (session.phase === "syncing") {
         const state = session.state as StateCursor;
         const { items, last } = state.next(maxBatchChanges, LINK_BATCH_TARGET_BYTES);
@@ -560,6 +583,15 @@ export class ProbeLinkClient {
     this.coalescedPending += lost;
     const level = info.code === CLOSE_NORMAL && !wasUp ? "info" : "warn";
     this.log[level]({ code: info.code, reason: info.reason, byProbe: info.local }, "probe link closed");
+    if (!info.local && (info.code === CLOSE_TOO_BIG || info.code === CLOSE_TOO_DEEP)) {
+      // The gateway refused a frame of this probe's: sent again at once, the same state would be
+      // refused again. The longest back-off keeps such a loop to one attempt per interval.
+      this.log.error(
+        { code: info.code, reason: info.reason },
+        "the gateway refused a frame of this probe's as too large or too deep (its limits section); retrying later",
+      );
+      this.nextDelayMs = this.maxDelay;
+    }
     this.wake();
     this.retry();
   }

@@ -13,6 +13,7 @@ import { maxValue } from "../helpers/hub-query.js";
 import { NATS_SKIP, NATS_URL, NatsAdmin, natsReachable, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
+import { P1_SECRET } from "../link/helpers.js";
 
 const reachable = await natsReachable();
 
@@ -29,6 +30,7 @@ function setup(
 probes:
   - name: p1
     restApiHttpPort: 0
+    linkSecret: ${P1_SECRET}
     managedEntities:
       - name: me1
         attributes: { Region: emea }
@@ -97,7 +99,11 @@ describe("vigil probe, gateway and hub as separate processes", {
     gatewayPort = Number(new URL(gatewayUrl).port);
     // Pin the gateway's port in the file, so a restarted gateway comes back where the probe looks.
     writeFileSync(config, setup(names, gatewayPort));
-    probe = startVigil(["probe", "--gateway", gatewayUrl, "--name", "p1", "--host", "127.0.0.1"], dir.path);
+    // The probe's link secret from the environment (VIGIL_LINK_SECRET); the other process tests
+    // give it with --link-secret-file.
+    probe = startVigil(["probe", "--gateway", gatewayUrl, "--name", "p1", "--host", "127.0.0.1"], dir.path, {
+      VIGIL_LINK_SECRET: P1_SECRET,
+    });
     probeUrl = await probe.url("probe", "p1");
   });
 

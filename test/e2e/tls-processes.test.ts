@@ -9,15 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { connect } from "node:tls";
+import { LinkSecret } from "../../src/config/link-secret.js";
 import { webSocketConnector } from "../../src/link/websocket.js";
 import { makeTestCerts, OPENSSL_SKIP, opensslAvailable, type TestCerts } from "../helpers/certs.js";
 import { needs } from "../helpers/needs.js";
 import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
+import { P1_SECRET } from "../link/helpers.js";
 
 const available = opensslAvailable();
 
@@ -78,6 +80,8 @@ describe("an HTTPS gateway, a wss probe link, and certificates reloaded on SIGHU
       [certs.serverKey, hubKey],
     ] as const)
       copyFileSync(from, to);
+    // The probe reads the setup too, so it presents the secret its own entry names.
+    writeFileSync(join(dir.path, "p1.secret"), `${P1_SECRET}\n`, { mode: 0o600 });
     const config = writeFile(
       dir.path,
       "setup.yaml",
@@ -89,6 +93,7 @@ describe("an HTTPS gateway, a wss probe link, and certificates reloaded on SIGHU
 probes:
   - name: p1
     restApiHttpPort: 0
+    linkSecretFile: p1.secret
     managedEntities:
       - name: me1
         samplers:
@@ -147,11 +152,24 @@ hub:
     assert.equal(items.status, 200, JSON.stringify(items.body));
   });
 
-  test("a probe that trusts another certificate does not link", async () => {
+  test("a probe that trusts another certificate does not link; over wss the secret is checked", async () => {
+    const secret = new LinkSecret(P1_SECRET);
     const other = readFileSync(certs.otherCa, "utf8");
-    await assert.rejects(webSocketConnector(gatewayUrl, other).connect(), /certificate/i);
-    // With the gateway's own certificate pinned the same connector links (and is closed at once).
-    const end = await webSocketConnector(gatewayUrl, readFileSync(certs.server, "utf8")).connect();
+    await assert.rejects(
+      webSocketConnector(gatewayUrl, { gatewayCertificate: other, secret }).connect(),
+      /certificate/i,
+    );
+    const gatewayCertificate = readFileSync(certs.server, "utf8");
+    // Over wss as over ws: a wrong secret is a 401 before the upgrade.
+    await assert.rejects(
+      webSocketConnector(gatewayUrl, {
+        gatewayCertificate,
+        secret: new LinkSecret("not-the-secret-of-any-probe"),
+      }).connect(),
+      /HTTP 401/,
+    );
+    // With the gateway's own certificate pinned and p1's secret the connector links (closed at once).
+    const end = await webSocketConnector(gatewayUrl, { gatewayCertificate, secret }).connect();
     end.close(1000, "test done");
   });
 

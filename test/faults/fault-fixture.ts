@@ -6,6 +6,10 @@
  */
 import assert from "node:assert/strict";
 import type { MessageOf } from "../../src/messages/types.js";
+import { P1_SECRET } from "../link/helpers.js";
+
+/** Probe p1's link secret in {@link faultSetup}; `vigil probe` gets it with `--link-secret-file`. */
+export const FAULT_P1_SECRET = P1_SECRET;
 
 /** The managed entity, sampler, dataview and row the probe pushes go to. */
 export const PUSH = { entity: "me1", sampler: "s", dataview: "dv", row: "r", column: "v" } as const;
@@ -15,7 +19,7 @@ export const BACKFILL_ENTITY = "bf";
 /**
  * A setup file for one gateway (on `gatewayPort`, 0 for any) publishing to the targets in
  * `publish` (YAML flow items such as `{ nats: { url: …, stream: S, subjectPrefix: p } }`), one
- * probe `p1` on any port with entity {@link PUSH}.entity, and a hub with security off.
+ * probe `p1` (link secret {@link FAULT_P1_SECRET}) on any port with entity {@link PUSH}.entity, and a hub with security off.
  */
 export function faultSetup(options: { gatewayPort: number; publish: readonly string[] }): string {
   return `gateway:
@@ -25,6 +29,7 @@ export function faultSetup(options: { gatewayPort: number; publish: readonly str
 ${options.publish.map((p) => `    - ${p}\n`).join("")}probes:
   - name: p1
     restApiHttpPort: 0
+    linkSecret: ${FAULT_P1_SECRET}
     managedEntities:
       - name: ${PUSH.entity}
         samplers:

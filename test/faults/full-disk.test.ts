@@ -19,11 +19,19 @@ import { countSamples } from "../helpers/hub-query.js";
 import { PrivateNats, tableMessage, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { mountTmpfs, PRIVATE_NATS_SKIP, type Tmpfs } from "../helpers/private-services.js";
-import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
+import {
+  eventually,
+  startVigil,
+  tempDir,
+  type VigilProcess,
+  writeFile,
+  writeSecretFile,
+} from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
   backfillValues,
   duplicatesIn,
+  FAULT_P1_SECRET,
   faultSetup,
   missingFrom,
   PUSH,
@@ -137,7 +145,15 @@ describe("fault: a full disk", {
     );
     const gateway = start(["gateway", "--config", config, "--data-dir", join(dir.path, "gw")]);
     const gatewayUrl = await within("the gateway", START_MS, gateway.url("gateway"));
-    const probe = start(["probe", "--gateway", gatewayUrl, "--name", "p1"]);
+    const probe = start([
+      "probe",
+      "--gateway",
+      gatewayUrl,
+      "--name",
+      "p1",
+      "--link-secret-file",
+      writeSecretFile(dir.path, "p1.secret", FAULT_P1_SECRET),
+    ]);
     const pusher = new Pusher(await within("the probe", START_MS, probe.url("probe", "p1")), "filesink");
     pushers.push(pusher);
     await pusher.start();

@@ -38,7 +38,7 @@ test("acknowledgements wait while the gateway is over its memory threshold", asy
   const pair = inProcessPair();
   const received: { type: string; seq?: number }[] = [];
   pair.probe.listen({ frame: (f) => received.push(f as { type: string }), close: () => {} });
-  server.accept(pair.gateway);
+  server.accept(pair.gateway, { kind: "in-process" });
   pair.probe.send({
     type: "hello",
     version: LINK_PROTOCOL_VERSION,

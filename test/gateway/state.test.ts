@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { pino } from "pino";
 import { GATEWAY_SEVERITIES_FILE, GATEWAY_STATE_FILE } from "../../src/config/defaults.js";
+import { LinkSecret } from "../../src/config/link-secret.js";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildGateway } from "../../src/gateway/app.js";
 import { readStateFile, writeFileAtomic } from "../../src/gateway/state/state-file.js";
@@ -20,7 +21,7 @@ import { webSocketConnector } from "../../src/link/websocket.js";
 import type { SeverityMessage } from "../../src/messages/types.js";
 import { buildProbe } from "../../src/probe/app.js";
 import { tempDir, VigilProcess } from "../helpers/vigil-process.js";
-import { eventually, FakePublisher, summary } from "../link/helpers.js";
+import { eventually, FakePublisher, P1_SECRET, summary } from "../link/helpers.js";
 
 const logger = pino({ level: "silent" });
 const SETUP = `
@@ -28,6 +29,7 @@ gateway: { name: GW, port: 0 }
 probes:
   - name: p1
     restApiHttpPort: 0
+    linkSecret: ${P1_SECRET}
     managedEntities:
       - { name: me1, samplers: [{ name: s1, plugin: rest-api }] }
 rules:
@@ -134,7 +136,7 @@ describe("a gateway restart keeps snoozes, assignments and last published severi
     const url = await gateway1.start(port, "127.0.0.1");
     const probe = buildProbe({
       name: "p1",
-      link: webSocketConnector(url),
+      link: webSocketConnector(url, { secret: new LinkSecret(P1_SECRET) }),
       setup: setup.probes[0]!,
       logger,
       linkTuning: { reconnectMinMs: 10, reconnectMaxMs: 50 },

@@ -75,9 +75,13 @@ export class VigilProcess {
 }
 
 /** Starts `vigil <args>` with its cwd in `cwd`. */
-export function startVigil(args: string[], cwd: string): VigilProcess {
+export function startVigil(args: string[], cwd: string, env?: NodeJS.ProcessEnv): VigilProcess {
   return new VigilProcess(
-    spawn(process.execPath, [VIGIL_BIN, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] }),
+    spawn(process.execPath, [VIGIL_BIN, ...args], {
+      cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(env === undefined ? {} : { env: { ...process.env, ...env } }),
+    }),
   );
 }
 
@@ -85,6 +89,13 @@ export function startVigil(args: string[], cwd: string): VigilProcess {
 export function tempDir(prefix: string): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), `vigil-${prefix}-`));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** Writes a link secret file (mode 0600, as `vigil probe --link-secret-file` wants); returns its path. */
+export function writeSecretFile(dir: string, name: string, secret: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, `${secret}\n`, { mode: 0o600 });
+  return path;
 }
 
 export function writeFile(dir: string, name: string, text: string): string {

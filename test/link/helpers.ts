@@ -21,6 +21,11 @@ import { frameBounds, parseProbeFrame } from "../../src/link/validate.js";
 import { type PublicV2Message, TOPIC_OF } from "../../src/messages/types.js";
 import { validateMessage } from "../../src/messages/validate.js";
 
+/** A link secret for tests' probe `p1` (`linkSecret: ${P1_SECRET}` in their setups). */
+export const P1_SECRET = "p1-link-secret-for-tests-0123456789";
+/** Another probe's secret (`p2`), for tests where one probe's secret must not open another's link. */
+export const P2_SECRET = "p2-link-secret-for-tests-9876543210";
+
 /**
  * Runs `check` on every turn of the event loop until it returns a value (not undefined or false);
  * a minute bounds it. No fixed sleep: the loop waits for whatever the code under test does next.

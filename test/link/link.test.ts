@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { pino } from "pino";
+import { LinkSecret } from "../../src/config/link-secret.js";
 import { parseSetup } from "../../src/config/load-setup.js";
 import type { Setup } from "../../src/config/setup.js";
 import { buildGateway, type Gateway, type GatewayLinkTuning } from "../../src/gateway/app.js";
@@ -15,7 +16,7 @@ import type { LinkConnector } from "../../src/link/transport.js";
 import { webSocketConnector } from "../../src/link/websocket.js";
 import type { ProbeMessage } from "../../src/messages/types.js";
 import { buildProbe, type Probe, type ProbeLinkTuning } from "../../src/probe/app.js";
-import { eventually, FakePublisher, silenceable, summary } from "./helpers.js";
+import { eventually, FakePublisher, P1_SECRET, silenceable, summary } from "./helpers.js";
 
 const logger = pino({ level: "silent" });
 
@@ -24,6 +25,7 @@ gateway: { name: GW, port: 0 }
 probes:
   - name: p1
     restApiHttpPort: 0
+    linkSecret: ${P1_SECRET}
     managedEntities:
       - name: me1
         attributes: { Env: prod }
@@ -40,7 +42,11 @@ interface Transport {
 
 const transports: Transport[] = [
   { name: "in-process", connector: async (gateway) => gateway.connectInProcess() },
-  { name: "WebSocket", connector: async (gateway) => webSocketConnector(await gateway.start(0)) },
+  {
+    name: "WebSocket",
+    connector: async (gateway) =>
+      webSocketConnector(await gateway.start(0), { secret: new LinkSecret(P1_SECRET) }),
+  },
 ];
 
 interface System {

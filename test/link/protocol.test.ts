@@ -66,7 +66,7 @@ const probeFrames: [string, unknown, RegExp | undefined][] = [
     },
     /hello.parameters.Port: must be a string/,
   ],
-  ["parameters", { type: "parameters", parameters }, undefined],
+  ["parameters", { type: "parameters", seq: 1, parameters }, undefined],
   [
     "state with a dataview and a row",
     { type: "state", seq: 1, items: [replace, row], last: true },

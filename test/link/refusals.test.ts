@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { pino } from "pino";
 import { WebSocket } from "ws";
+import { LinkSecret } from "../../src/config/link-secret.js";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildGateway, type Gateway } from "../../src/gateway/app.js";
 import { inProcessConnector } from "../../src/link/in-process.js";
@@ -14,13 +15,13 @@ import { LINK_PROTOCOL_VERSION } from "../../src/link/protocol.js";
 import type { LinkClose, LinkConnector } from "../../src/link/transport.js";
 import { gatewayLinkUrl, webSocketConnector } from "../../src/link/websocket.js";
 import { buildProbe } from "../../src/probe/app.js";
-import { eventually, FakePublisher } from "./helpers.js";
+import { eventually, FakePublisher, P1_SECRET } from "./helpers.js";
 
 const logger = pino({ level: "silent" });
 const setup = parseSetup(`
 gateway: { name: GW, port: 0 }
 probes:
-  - { name: p1, restApiHttpPort: 0, managedEntities: [{ name: me, samplers: [{ name: s, plugin: rest-api }] }] }
+  - { name: p1, linkSecret: ${P1_SECRET}, restApiHttpPort: 0, managedEntities: [{ name: me, samplers: [{ name: s, plugin: rest-api }] }] }
 `);
 const parameters = { osType: "Linux", HostName: "h", Port: "1", OS: "Linux 6", Version: "0.1.0" };
 const hello = {
@@ -45,7 +46,10 @@ interface Peer {
 
 const transports: { name: string; connector: () => LinkConnector }[] = [
   { name: "in-process", connector: () => gateway.connectInProcess() },
-  { name: "WebSocket", connector: () => webSocketConnector(gatewayUrl) },
+  {
+    name: "WebSocket",
+    connector: () => webSocketConnector(gatewayUrl, { secret: new LinkSecret(P1_SECRET) }),
+  },
 ];
 
 async function peer(connector: LinkConnector): Promise<Peer> {
@@ -67,7 +71,6 @@ async function peer(connector: LinkConnector): Promise<Peer> {
 // [name, frames sent, the error code the gateway answers]
 const cases: [string, unknown[], string][] = [
   ["another protocol version", [{ ...hello, version: 99, futureField: true }], "VERSION_MISMATCH"],
-  ["a probe the setup does not name", [{ ...hello, probe: "ghost" }], "UNKNOWN_PROBE"],
   ["a frame before hello", [{ type: "heartbeat" }], "PROTOCOL_ERROR"],
   ["a malformed hello", [{ type: "hello" }], "PROTOCOL_ERROR"],
   ["changes before the state", [hello, { type: "changes", seq: 1, changes: [] }], "PROTOCOL_ERROR"],
@@ -78,7 +81,13 @@ const cases: [string, unknown[], string][] = [
 
 for (const transport of transports) {
   describe(`gateway refusals over ${transport.name}`, () => {
-    for (const [name, frames, code] of cases) {
+    // Over a WebSocket the link speaks for the probe whose secret it presented: a hello naming any
+    // other probe, in the setup or not, is NOT_THIS_PROBE (no oracle of probe names).
+    const ghost = transport.name === "in-process" ? "UNKNOWN_PROBE" : "NOT_THIS_PROBE";
+    for (const [name, frames, code] of [
+      ...cases,
+      ["a probe the setup does not name", [{ ...hello, probe: "ghost" }], ghost] as const,
+    ]) {
       test(`${name} → error ${code} and the link closes`, async () => {
         const p = await peer(transport.connector());
         for (const frame of frames) p.send(frame);
@@ -102,7 +111,9 @@ for (const transport of transports) {
 
 describe("gateway refusals over WebSocket: bytes that are not frames", () => {
   const raw = async (send: (socket: WebSocket) => void) => {
-    const socket = new WebSocket(gatewayLinkUrl(gatewayUrl));
+    const socket = new WebSocket(gatewayLinkUrl(gatewayUrl), {
+      headers: { authorization: `Bearer ${P1_SECRET}` },
+    });
     await new Promise((resolve, reject) => {
       socket.once("open", resolve);
       socket.once("error", reject);

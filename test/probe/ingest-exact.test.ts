@@ -15,6 +15,7 @@ import { parseSetup } from "../../src/config/load-setup.js";
 import { VigilError } from "../../src/errors/catalog.js";
 import { buildGateway } from "../../src/gateway/app.js";
 import { Publisher } from "../../src/gateway/publish/publisher.js";
+import { LINK_PROTOCOL_VERSION } from "../../src/link/protocol.js";
 import type { PublicV2Message, TableMessage } from "../../src/messages/types.js";
 import { buildProbe } from "../../src/probe/app.js";
 import { publishedNames } from "../../src/probe/dataview-model.js";
@@ -343,7 +344,7 @@ describe("names are data: headlines named like prototype members reach the gatew
     try {
       end.send({
         type: "hello",
-        version: 1,
+        version: LINK_PROTOCOL_VERSION,
         probe: "p1",
         parameters: { osType: "Linux", HostName: "h", Port: "1", OS: "Linux", Version: "0" },
         coalesced: 0,

@@ -1,4 +1,8 @@
-/** `vigil gateway --config FILE [--data-dir DIR] [--host HOST] [--hub URL]` (DESIGN 1). */
+/**
+ * `vigil gateway --config FILE [--data-dir DIR] [--host HOST] [--hub URL]` (DESIGN 1). The gateway
+ * listens on the loopback address unless `--host` says otherwise (`--host 0.0.0.0` for every
+ * interface, so that probes on other hosts can link).
+ */
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { startGatewayService } from "../../compose/gateway-service.js";
@@ -6,7 +10,7 @@ import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
 import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
-import { ALL_INTERFACES } from "./hosts.js";
+import { LOOPBACK } from "./hosts.js";
 import { parsePort } from "./hub.js";
 
 interface GatewayCommandOptions {
@@ -29,7 +33,7 @@ export function registerGateway(program: Command): void {
       "folder for relative publish file paths and the gateway state (gateway-state.json, gateway-severities.json)",
       DEFAULT_DATA_DIR,
     )
-    .option("--host <host>", "address to listen on", ALL_INTERFACES)
+    .option("--host <host>", "address to listen on (0.0.0.0: every interface)", LOOPBACK)
     .option("--port <port>", "port to listen on (default: gateway.port of the setup)")
     .option(
       "--hub <url>",

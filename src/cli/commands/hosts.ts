@@ -1,7 +1,8 @@
 /**
- * Listening addresses (issue 6, DESIGN 1): a standalone probe, gateway or hub listens on every
- * interface by default, as a real probe does, so parts on other hosts can reach it; `vigil up`, which
- * holds all parts in one process, keeps the loopback address. Every server command takes `--host`.
+ * Listening addresses (DESIGN 1, docs/decisions.md): a standalone hub listens on every interface by
+ * default (its API needs a token); a standalone gateway and probe, and `vigil up`, listen on the
+ * loopback address until `--host` names an interface (`--host 0.0.0.0` for every one), so a part
+ * started without thought is not reachable from the network. Every server command takes `--host`.
  */
 export const ALL_INTERFACES = "0.0.0.0";
 export const LOOPBACK = "127.0.0.1";

@@ -38,11 +38,13 @@ export function registerHub(program: Command): void {
     .addOption(logFormatOption())
     .action(async (options: HubCommandOptions) => {
       const logger = createLogger(options.logLevel, options.logFormat);
-      const setup = loadSetupFile(options.config);
+      // A hub has no use for the probes' link secrets: their files need not be on its host.
+      const load = { linkSecretFiles: "none" } as const;
+      const setup = loadSetupFile(options.config, load);
       const dataDir = resolve(options.dataDir);
       await runService({
         logger,
-        config: { path: options.config, setup },
+        config: { path: options.config, setup, load },
         start: () =>
           startHubService({
             setup,
