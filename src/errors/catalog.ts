@@ -131,6 +131,11 @@ export const ERRORS = {
     title: "Authorization failed",
     body: "A valid authorization token is needed: send 'Authorization: Bearer <token>' with a token from GET /token.",
   },
+  FORBIDDEN: {
+    status: 403,
+    title: "Forbidden",
+    body: "This request needs the '{role}' role; the token of '{sub}' has {roles}. Ask for a key with that role (hub.security.appKeys[].roles).",
+  },
   CLIENT_UNAUTHORIZED: {
     status: 401,
     title: "Authorization failed",

@@ -16,6 +16,7 @@ import {
   GATEWAY_SEVERITIES_FILE,
   GATEWAY_STATE_FILE,
   LINK_MAX_FRAME_BYTES,
+  METRICS_PATH,
   STATE_SAVE_INTERVAL_MS,
   TAP_END_GRACE_MS,
   TAP_MAX_BUFFERED_BYTES,
@@ -33,13 +34,28 @@ import { webSocketEnd } from "../link/websocket.js";
 import { registerMetricsRoute } from "../metrics/metrics-route.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerCommandRoutes } from "./commands/command-routes.js";
-import { requireBearer, type TokenVerifier, tokenExpiresAt } from "./gateway-auth.js";
+import {
+  type BearerRule,
+  requireBearer,
+  type TokenVerifier,
+  tokenExpiresAt,
+  tokenGrant,
+} from "./gateway-auth.js";
 import { registerGatewayMetrics } from "./gateway-metrics.js";
 import { Hierarchy } from "./hierarchy.js";
 import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
 import type { SeverityEngine } from "./severity/severity-engine.js";
 import { readGatewayState, StateKeeper } from "./state/state-file.js";
+
+/** What each gateway URL needs with security on (DESIGN 5.4a); `/v1/healthcheck` stays open. */
+const GATEWAY_BEARER_RULES: readonly BearerRule[] = [
+  { prefix: "/v1/commands", role: "operate" },
+  { prefix: "/v1/items", role: "read" },
+  { prefix: "/v1/messages", role: "read" },
+  { prefix: "/v1/status", role: "read" },
+  { prefix: METRICS_PATH, role: "read" },
+];
 
 /** Time closing links get to finish their closing handshake when the stop deadline is spent. */
 const LINK_CLOSE_GRACE_MS = 100; // ms
@@ -58,7 +74,10 @@ export interface GatewayOptions {
   readonly setup: Setup;
   readonly publisher: GatewayPublisher;
   readonly logger: Logger;
-  /** When set (security enabled), the message tap and commands need a token it accepts. */
+  /**
+   * When set (security enabled), the commands (`operate`), items, message tap, status and metrics
+   * (`read`) need a token it accepts with that role.
+   */
   readonly verifyToken?: TokenVerifier;
   readonly linkTuning?: GatewayLinkTuning;
   /** Default TAP_MAX_BUFFERED_BYTES. */
@@ -204,6 +223,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     });
   });
 
+  // With security on, every route but the health check and the probe link needs a hub token with
+  // the route's role (DESIGN 5.4a); the hook goes first so that it covers every route below.
+  if (options.verifyToken !== undefined) requireBearer(http, GATEWAY_BEARER_RULES, options.verifyToken);
   resource(http, "/v1/healthcheck", { GET: async () => ({ status: "OK", gateway: setup.gateway.name }) });
   resource(http, "/v1/status", {
     GET: async () => ({
@@ -217,8 +239,6 @@ export function buildGateway(options: GatewayOptions): Gateway {
     }),
   });
 
-  if (options.verifyToken !== undefined)
-    requireBearer(http, ["/v1/messages", "/v1/commands", "/v1/items"], options.verifyToken);
   registerCommandRoutes(http, {
     engine: events,
     gateway: () => setup.gateway.name,
@@ -228,22 +248,19 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await keepers?.states.flush();
     },
     clock,
+    subject: (request) => tokenGrant(request.raw)?.sub,
   });
 
   const taps = new Set<{ end(reason?: string): void }>();
   let tapDropped = 0;
-  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token like the commands.
+  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token with `read`.
   registerGatewayMetrics(metrics, {
     publisher: () => publisher.status(),
     links: () => links.status(),
     tap: () => ({ clients: taps.size, dropped: tapDropped }),
     memory,
   });
-  registerMetricsRoute(
-    http,
-    metrics,
-    options.verifyToken === undefined ? {} : { verifyToken: options.verifyToken },
-  );
+  registerMetricsRoute(http, metrics);
   const tapLimit = options.tapMaxBufferedBytes ?? TAP_MAX_BUFFERED_BYTES;
   const tapMaxClients = options.tapMaxClients ?? TAP_MAX_CLIENTS;
   http.addHook("preClose", async () => {

@@ -575,6 +575,7 @@ describe("commands with security enabled", () => {
       logger,
       verifyToken: async (token) => {
         if (token !== "good") throw new Error("bad token");
+        return { sub: "ops", roles: ["read", "operate"], expiresAt: Date.now() + 60_000 };
       },
     });
     const base = await secured.start(0);

@@ -26,10 +26,12 @@ const gateway = buildGateway({
   verifyToken: async (token) => {
     const life = expiries[token];
     if (life === undefined) throw new Error("unknown token");
-    return Date.now() + life;
+    return { sub: "tap", roles: ["read"], expiresAt: Date.now() + life };
   },
 });
 const url = await gateway.start(0);
+/** With security on, the gateway's status needs a token too (DESIGN 5.4a). */
+const AS_TAP = { headers: { authorization: "Bearer long" } };
 after(() => gateway.stop(1000));
 
 const table = (i: number): TableMessage => ({
@@ -93,7 +95,7 @@ describe("message tap bounds", () => {
 
   test("a client that falls behind gets a final event saying why before it is let go", async () => {
     await eventually(async () => {
-      const status = (await (await fetch(`${url}/v1/status`)).json()) as { tap: { clients: number } };
+      const status = (await (await fetch(`${url}/v1/status`, AS_TAP)).json()) as { tap: { clients: number } };
       return status.tap.clients === 0;
     }, "the earlier clients to be gone");
     const tap = await openTap("long");
@@ -101,7 +103,7 @@ describe("message tap bounds", () => {
     let sent = 0;
     await eventually(async () => {
       for (let i = 0; i < 200; i += 1) publisher.publish([table(sent++)]);
-      const status = (await (await fetch(`${url}/v1/status`)).json()) as { tap: { dropped: number } };
+      const status = (await (await fetch(`${url}/v1/status`, AS_TAP)).json()) as { tap: { dropped: number } };
       return status.tap.dropped >= 1;
     }, "the slow client to be let go");
     tap.res.resume(); // within the grace period: the buffered messages, then the final event

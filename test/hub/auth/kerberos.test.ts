@@ -33,8 +33,9 @@ function security(kerberos: HubSetup["security"]["kerberos"]): HubSetup["securit
   return {
     enabled: true,
     tokenLifetime: 300,
-    appKeys: [{ clientId: "reporting", clientSecret: "s3cret" }],
+    appKeys: [{ clientId: "reporting", clientSecret: "s3cret", roles: ["read"] }],
     kerberos,
+    kerberosRoles: ["read"],
   };
 }
 
@@ -242,7 +243,8 @@ describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.token_type, "Bearer");
     assert.equal(decodeJwt(String(r.body.access_token)).sub, "alice@GOOD.TEST");
-    assert.deepEqual(await auth.verify(String(r.body.access_token)), { sub: "alice@GOOD.TEST" });
+    const grant = await auth.verify(String(r.body.access_token));
+    assert.deepEqual([grant.sub, grant.roles], ["alice@GOOD.TEST", ["read"]]);
     assert.match(r.headers, /^WWW-Authenticate: Negotiate \S+/im, "mutual authentication token");
   });
 
