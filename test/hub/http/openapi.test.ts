@@ -19,7 +19,7 @@ import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js
 
 const setup = parseSetup(`
 gateway: { name: GW }
-hub: { security: { enabled: true, appKeys: [{ clientId: dash, clientSecret: s3cret }] } }
+hub: { security: { enabled: true, appKeys: [{ clientId: dash, clientSecret: s3cret, roles: [read, write] }] } }
 `);
 
 const T0 = Date.UTC(2026, 2, 1, 10, 0, 0);
