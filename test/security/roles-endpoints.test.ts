@@ -6,7 +6,10 @@
  * and never published.
  */
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
 import { pino } from "pino";
 import type { RunningService } from "../../src/compose/service.js";
 import { startSystem } from "../../src/compose/system.js";
@@ -222,6 +225,33 @@ describe("roles on a running hub and gateway", () => {
       await call("gateway", "GET", "/metrics", "demo"),
     ];
     for (const answer of answers) assert.equal(answer.status, 200, answer.body);
+  });
+
+  test("a token signed by the hub's own key but without a roles claim is refused everywhere", async () => {
+    const jwk = JSON.parse(await readFile(join(dir.path, "keys", "hub-signing-key.json"), "utf8")) as JWK;
+    const key = await importJWK(jwk, "EdDSA");
+    const kid = await calculateJwkThumbprint({ kty: jwk.kty, crv: jwk.crv, x: jwk.x } as JWK);
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT({ client_method: "app-key", ...claims })
+        .setProtectedHeader({ alg: "EdDSA", kid })
+        .setSubject("demo")
+        .setIssuer("vigil-hub")
+        .setAudience("vigil")
+        .setIssuedAt(now)
+        .setExpirationTime(now + 60)
+        .setJti("hand-made")
+        .sign(key);
+    const unscoped = await sign({});
+    const scoped = await sign({ roles: ["read"] });
+    for (const url of [`${hub}/v0/entities`, `${hub}/v1/status`, `${gateway}/v1/items?gateway=${GATEWAY}`]) {
+      const refused = await fetch(url, { headers: { authorization: `Bearer ${unscoped}` } });
+      assert.equal(refused.status, 401, url);
+      assert.match(refused.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+      // The same token with a roles claim passes: the claim is what was missing.
+      const accepted = await fetch(url, { headers: { authorization: `Bearer ${scoped}` } });
+      assert.equal(accepted.status, 200, url);
+    }
   });
 
   test("a token's roles claim cannot be widened: a re-signed or unsigned token is refused", async () => {
