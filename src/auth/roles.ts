@@ -52,13 +52,18 @@ export function commonRoles(a: readonly Role[], b: readonly Role[]): Role[] {
 
 /**
  * Throws the catalog's 403 FORBIDDEN when `grant` lacks `role`; the body names the role needed
- * and the roles the token has.
+ * and the roles the token has, and the challenge says `insufficient_scope` with the role as the
+ * scope (RFC 6750 §3.1).
  */
 export function demandRole(grant: TokenGrant, role: Role): void {
   if (grant.roles.includes(role)) return;
-  throw new VigilError("FORBIDDEN", {
-    role,
-    sub: grant.sub,
-    roles: grant.roles.length === 0 ? "none" : grant.roles.map((r) => `'${r}'`).join(", "),
-  });
+  throw new VigilError(
+    "FORBIDDEN",
+    {
+      role,
+      sub: grant.sub,
+      roles: grant.roles.length === 0 ? "none" : grant.roles.map((r) => `'${r}'`).join(", "),
+    },
+    { headers: { "WWW-Authenticate": `Bearer realm="vigil", error="insufficient_scope", scope="${role}"` } },
+  );
 }

@@ -91,7 +91,7 @@ describe("roles on a running hub and gateway", () => {
     path: string,
     key: Key | undefined,
     body?: unknown,
-  ): Promise<{ status: number; body: string }> {
+  ): Promise<{ status: number; body: string; challenge: string }> {
     const headers: Record<string, string> = {};
     if (key !== undefined) headers.authorization = `Bearer ${tokens.get(key)}`;
     if (body !== undefined) headers["content-type"] = "application/json";
@@ -100,7 +100,11 @@ describe("roles on a running hub and gateway", () => {
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: response.status, body: await response.text() };
+    return {
+      status: response.status,
+      body: await response.text(),
+      challenge: response.headers.get("www-authenticate") ?? "",
+    };
   }
 
   // [what it shows, server, method, path, key (undefined: no token), body, status, role named in a 403]
@@ -150,6 +154,7 @@ describe("roles on a running hub and gateway", () => {
         assert.equal(error.status, 403);
         assert.equal(error.title, "Forbidden");
         assert.match(error.body, new RegExp(`needs the '${role}' role`));
+        assert.equal(answer.challenge, `Bearer realm="vigil", error="insufficient_scope", scope="${role}"`);
       }
     });
   }
