@@ -1,8 +1,11 @@
 /**
- * Hub authentication (DESIGN 5.4; seed "Authentication" A and "Errors"), the one public entry of
- * src/hub/auth. `registerAuth()` loads the signing key, hashes the application keys, registers the
- * token endpoints and the JWKS, and — with security enabled — a hook that demands a bearer token on
- * every `/v0` and `/v1alpha` URL except `/v0/ping` and the OAuth token endpoint.
+ * Hub authentication and roles (DESIGN 5.4, 5.4a; seed "Authentication" A and "Errors"), the one
+ * public entry of src/hub/auth. `registerAuth()` loads the signing key, hashes the application keys,
+ * registers the token endpoints, the JWKS and `GET /v1/whoami`, and — with security enabled — a hook
+ * that demands a bearer token with the URL's role on every `/v0` and `/v1alpha` URL except
+ * `/v0/ping` and the OAuth token endpoint, and on `/v1/status` and `/metrics`. Every token check
+ * also confirms that the token's key is still in the setup, so a reload (`AuthService.reload`)
+ * revokes a removed key's tokens at once.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { commonRoles, demandRole, type Role, type TokenGrant } from "../../auth/roles.js";
@@ -105,10 +108,13 @@ function unauthorized(tokenWasSent: boolean, cause?: unknown): VigilError {
  * Ed25519 signing key in `<dataDir>/keys/hub-signing-key.json`, warns about data dir entries other
  * users can read, hashes the configured application keys (scrypt), sets up Kerberos SPNEGO when
  * the setup enables it and the binding loads (logging why not otherwise), and registers `GET /token`, `GET /authorize`, `POST /oauth2/token`,
- * `POST /v0/oauth2/token` and `GET /.well-known/jwks.json`; these work whenever application keys
- * exist, whatever `security.enabled` says. With `security.enabled`, it adds an `onRequest` hook
- * answering 401 UNAUTHORIZED with a Bearer challenge to any `/v0` or `/v1alpha` request without a
- * valid token, except `/v0/ping` and `/v0/oauth2/token`. Defaults: issuer "vigil-hub", audience
+ * `POST /v0/oauth2/token`, `GET /.well-known/jwks.json` and `GET /v1/whoami`; these work whenever
+ * application keys exist, whatever `security.enabled` says. With `security.enabled`, it adds an
+ * `onRequest` hook answering 401 UNAUTHORIZED with a Bearer challenge to any `/v0` or `/v1alpha`
+ * request (except `/v0/ping` and `/v0/oauth2/token`), `/v1/status` or `/metrics` request without a
+ * valid token, and 403 FORBIDDEN when the token lacks the role (`write` for `POST /v0/messages`,
+ * `read` for the rest). Application keys have the roles of the setup (default `[read]`), Kerberos
+ * principals `security.kerberosRoles`. Defaults: issuer "vigil-hub", audience
  * "vigil", access tokens live `security.tokenLifetime` seconds, refresh tokens 8 hours. Call it before
  * the app is ready (Fastify refuses hooks after).
  */
