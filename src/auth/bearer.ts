@@ -37,8 +37,14 @@ import {
  */
 export type TokenVerifier = (token: string) => Promise<TokenGrant>;
 
-/** What the token of each authenticated request grants (set by {@link requireBearer}). */
+/** What the token of each authenticated request grants, and the token (set by {@link requireBearer}). */
 const grants = new WeakMap<IncomingMessage, TokenGrant>();
+const tokens = new WeakMap<IncomingMessage, string>();
+
+/** The bearer token `request` was authorised with, to check again on a long-lived answer. */
+export function bearerToken(request: IncomingMessage): string | undefined {
+  return tokens.get(request);
+}
 
 /** What the token of `request` grants, when {@link requireBearer} checked one. */
 export function tokenGrant(request: IncomingMessage): TokenGrant | undefined {
@@ -228,5 +234,6 @@ export function requireBearer(
       return sendError(reply, error as VigilError);
     }
     grants.set(request.raw, grant);
+    tokens.set(request.raw, match[1]);
   });
 }

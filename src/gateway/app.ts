@@ -21,6 +21,7 @@ import {
   TAP_END_GRACE_MS,
   TAP_MAX_BUFFERED_BYTES,
   TAP_MAX_CLIENTS,
+  TOKEN_GRANT_CACHE_MS,
 } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
@@ -36,6 +37,7 @@ import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerCommandRoutes } from "./commands/command-routes.js";
 import {
   type BearerRule,
+  bearerToken,
   requireBearer,
   type TokenVerifier,
   tokenExpiresAt,
@@ -80,6 +82,11 @@ export interface GatewayOptions {
    */
   readonly verifyToken?: TokenVerifier;
   readonly linkTuning?: GatewayLinkTuning;
+  /**
+   * How often an open message tap's token is checked again, so a revoked key's tap ends; default
+   * TOKEN_GRANT_CACHE_MS (5 s), the verifier's own cache time.
+   */
+  readonly tokenRecheckMs?: number;
   /** Default TAP_MAX_BUFFERED_BYTES. */
   readonly tapMaxBufferedBytes?: number;
   /** Message-tap clients served at once; default TAP_MAX_CLIENTS. */
@@ -290,12 +297,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
       raw.write(": vigil message tap\n\n");
       let unsubscribe = (): void => {};
       let expiry: NodeJS.Timeout | undefined;
+      let recheck: NodeJS.Timeout | undefined;
       const tap = {
         end: (reason = "the gateway is stopping") => {
           if (!taps.has(tap)) return;
           taps.delete(tap);
           unsubscribe();
           clearTimeout(expiry);
+          clearInterval(recheck);
           // The final event, then the connection closes once it is flushed; a client that reads
           // nothing more is cut after the grace period (its data may sit in the kernel's buffers).
           const socket = raw.socket;
@@ -328,10 +337,29 @@ export function buildGateway(options: GatewayOptions): Gateway {
         };
         endAtExpiry();
       }
+      // A key removed from the hub's setup, or that lost `read`, ends its open taps too (DESIGN
+      // 5.4a): the token is checked again every `tokenRecheckMs`. A hub that cannot be asked
+      // (a VigilError) leaves the tap open; the next check asks again.
+      const token = bearerToken(request.raw);
+      const verify = options.verifyToken;
+      if (token !== undefined && verify !== undefined) {
+        recheck = setInterval(() => {
+          verify(token).then(
+            (grant) => {
+              if (!grant.roles.includes("read")) tap.end("the access token no longer has the read role");
+            },
+            (error: unknown) => {
+              if (!(error instanceof VigilError)) tap.end("the access token is no longer accepted");
+            },
+          );
+        }, options.tokenRecheckMs ?? TOKEN_GRANT_CACHE_MS);
+        recheck.unref();
+      }
       request.raw.on("close", () => {
         taps.delete(tap);
         unsubscribe();
         clearTimeout(expiry);
+        clearInterval(recheck);
       });
     },
   });

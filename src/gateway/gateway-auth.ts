@@ -5,6 +5,7 @@
  */
 export {
   type BearerRule,
+  bearerToken,
   hubTokenVerifier,
   requireBearer,
   type TokenVerifier,

@@ -16,17 +16,26 @@ const logger = pino({ level: "silent" });
 const setup = parseSetup("gateway: { name: GW, port: 0 }");
 const publisher = new FakePublisher();
 // Tokens "short" expire 300 ms after they are checked; "long" in an hour.
-const expiries: Record<string, number> = { short: 300, long: 3_600_000 };
+const expiries: Record<string, number> = {
+  short: 300,
+  long: 3_600_000,
+  revocable: 3_600_000,
+  reader: 3_600_000,
+};
+// Tokens the hub no longer accepts (their key was removed), and tokens that lost `read`.
+const revoked = new Set<string>();
+const demoted = new Set<string>();
 const gateway = buildGateway({
   setup,
   publisher,
   logger,
   tapMaxBufferedBytes: 64 * 1024,
   tapMaxClients: 2,
+  tokenRecheckMs: 20,
   verifyToken: async (token) => {
     const life = expiries[token];
-    if (life === undefined) throw new Error("unknown token");
-    return { sub: "tap", roles: ["read"], expiresAt: Date.now() + life };
+    if (life === undefined || revoked.has(token)) throw new Error("unknown token");
+    return { sub: "tap", roles: demoted.has(token) ? ["write"] : ["read"], expiresAt: Date.now() + life };
   },
 });
 const url = await gateway.start(0);
@@ -76,6 +85,20 @@ describe("message tap bounds", () => {
     const tap = await openTap("short");
     await tap.ended;
     assert.match(tap.text(), /event: end\ndata: \{"reason":"the access token expired/);
+  });
+
+  test("a stream ends with a final event when its key is removed, or loses read", async () => {
+    const tap = await openTap("revocable");
+    const reader = await openTap("reader");
+    revoked.add("revocable");
+    demoted.add("reader");
+    await tap.ended;
+    await reader.ended;
+    assert.match(tap.text(), /event: end\ndata: \{"reason":"the access token is no longer accepted"\}/);
+    assert.match(
+      reader.text(),
+      /event: end\ndata: \{"reason":"the access token no longer has the read role"\}/,
+    );
   });
 
   test("at most tapMaxClients clients at once; one more gets 503 in the error shape", async () => {
