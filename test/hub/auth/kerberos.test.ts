@@ -159,6 +159,7 @@ describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
   /** A krb5.conf knowing both realms, per default realm (the client's). */
   const clientConf = (defaultRealm: string) => join(good.dir, `client-${defaultRealm}.conf`);
   const saved = { ...process.env };
+  let hubSecurity: HubSetup["security"];
 
   before(async () => {
     good = await startRealm("GOOD.TEST");
@@ -180,8 +181,9 @@ describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
     process.env.KRB5RCACHEDIR = good.dir;
 
     app = createHttpApp({ logger: hubLog.logger });
+    hubSecurity = security({ enabled: true, keytab, servicePrincipal: SERVICE });
     auth = await registerAuth(app, {
-      security: security({ enabled: true, keytab, servicePrincipal: SERVICE }),
+      security: hubSecurity,
       dataDir: join(good.dir, "hub-data"),
       limits: { address: { burst: 1_000 } },
     });
@@ -235,6 +237,24 @@ describe("SPNEGO against a real KDC", { skip: SKIP ?? false }, () => {
     const status = Number(/^HTTP\/[\d.]+ (\d+)/.exec(headers)?.[1]);
     return { status, headers, body: JSON.parse(body) as Record<string, unknown> };
   }
+
+  test("kerberosRoles reload: a principal's token is held to the new roles, a new token carries them", async () => {
+    const ccache = join(good.dir, "bob-roles.cc");
+    good.kinit("bob@GOOD.TEST", "bob-pw", ccache, { krb5Conf: clientConf("GOOD.TEST") });
+    const before = await curl("/token", ccache, "GOOD.TEST");
+    assert.equal(before.status, 200, JSON.stringify(before.body));
+    assert.deepEqual(decodeJwt(String(before.body.access_token)).roles, ["read"]);
+    await auth.reload({ ...hubSecurity, kerberosRoles: ["operate"] });
+    try {
+      assert.deepEqual((await auth.verify(String(before.body.access_token))).roles, []);
+      const after = await curl("/token", ccache, "GOOD.TEST");
+      assert.equal(after.status, 200, JSON.stringify(after.body));
+      assert.deepEqual(decodeJwt(String(after.body.access_token)).roles, ["operate"]);
+      assert.deepEqual((await auth.verify(String(after.body.access_token))).roles, ["operate"]);
+    } finally {
+      await auth.reload(hubSecurity);
+    }
+  });
 
   test("kinit + curl --negotiate at /token gives a token whose sub is the client principal", async () => {
     const ccache = join(good.dir, "alice.cc");
