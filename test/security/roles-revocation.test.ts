@@ -113,6 +113,23 @@ describe("a removed key stops working without a restart", () => {
     // Someone with operate releases the snooze the removed key left.
     const ops = await grant("ops");
     assert.equal(await snooze(ops.access, "unsnooze"), 200);
+    // The key comes back (same id, same secret): its old refresh and access tokens stay dead; a
+    // new grant works.
+    writeFile(dir.path, "setup.yaml", setup(OPS + LOADER("write") + DOOMED));
+    await becomes(
+      200,
+      async () => (await fetch(`${hub}/token`, { headers: { authorization: basic("doomed") } })).status,
+    );
+    const again = await fetch(`${hub}/oauth2/token`, {
+      method: "POST",
+      headers: { authorization: basic("doomed"), "content-type": "application/x-www-form-urlencoded" },
+      body: `grant_type=refresh_token&refresh_token=${encodeURIComponent(doomed.refresh)}`,
+    });
+    assert.equal(again.status, 400);
+    assert.equal(((await again.json()) as { error: string }).error, "invalid_grant");
+    assert.equal(await hubRead(doomed.access), 401);
+    assert.equal(await gatewayRead(doomed.access), 401);
+    assert.equal(await hubRead((await grant("doomed")).access), 200);
   });
 
   test("SIGHUP applies a removal too", async () => {

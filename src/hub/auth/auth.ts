@@ -167,6 +167,9 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
   await registerOAuth2Routes(app, { clients, issuer, refreshTokens });
 
   let keysInForce = JSON.stringify([security.appKeys, security.kerberosRoles]);
+  // When each client id added by a reload appeared (epoch seconds): a token issued before is from
+  // an earlier key of that id, removed since, and stays refused (keys of the starting setup have none).
+  const addedAt = new Map<string, number>();
   let reloading = Promise.resolve();
   const applyKeys = async (next: HubSetup["security"]): Promise<void> => {
     const wanted = JSON.stringify([next.appKeys, next.kerberosRoles]);
@@ -176,6 +179,8 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
       ...(options.verifiedTtlMs === undefined ? {} : { verifiedTtlMs: options.verifiedTtlMs }),
       ...(options.limits?.now === undefined ? {} : { now: options.limits.now }),
     });
+    const now = Math.floor(Date.now() / 1000);
+    for (const id of nextKeys.clientIds()) if (!clients.appKeys.has(id)) addedAt.set(id, now);
     clients.appKeys = nextKeys;
     kerberosRoles = next.kerberosRoles;
     keysInForce = wanted;
@@ -194,6 +199,10 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
       const current = rolesOf(claims);
       if (current === undefined) {
         throw unauthorized(true, new Error(`client '${claims.sub}' is no longer configured`));
+      }
+      const since = claims.method === "app-key" ? addedAt.get(claims.sub) : undefined;
+      if (since !== undefined && claims.issuedAt < since) {
+        throw unauthorized(true, new Error(`the token predates client '${claims.sub}' being added again`));
       }
       return { sub: claims.sub, roles: commonRoles(claims.roles, current), expiresAt: claims.expiresAt };
     },

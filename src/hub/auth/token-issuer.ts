@@ -28,6 +28,8 @@ export interface TokenClaims {
   readonly method: ClientMethod;
   /** Epoch milliseconds. */
   readonly expiresAt: number;
+  /** Epoch seconds (the `iat` claim). */
+  readonly issuedAt: number;
 }
 
 export interface TokenIssuerOptions {
@@ -92,6 +94,12 @@ export class TokenIssuer {
     if (typeof payload.sub !== "string" || payload.sub === "") throw new Error("token has an empty subject");
     const method = payload[CLIENT_METHOD_CLAIM];
     if (method !== "app-key" && method !== "kerberos") throw new Error("token has no valid client method");
-    return { sub: payload.sub, roles: rolesClaim(payload), method, expiresAt: Number(payload.exp) * 1000 };
+    return {
+      sub: payload.sub,
+      roles: rolesClaim(payload),
+      method,
+      expiresAt: Number(payload.exp) * 1000,
+      issuedAt: Number(payload.iat),
+    };
   }
 }
