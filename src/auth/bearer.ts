@@ -2,10 +2,10 @@
  * Bearer-token checks for vigil processes other than the hub (DESIGN 5.4, 5.4a): with security
  * enabled, the gateway's command API, items, message tap, status and metrics require a hub-issued
  * access token carrying the endpoint's role, verified against the key set the hub publishes at
- * `/.well-known/jwks.json` and confirmed with the hub (`/v1/whoami`, cached a few seconds). jose fetches and caches that key set
- * and fetches it again when a token names a key it has not seen (a key rotation).
+ * `/.well-known/jwks.json` and confirmed with the hub (`/v1/whoami`, cached a few seconds). jose
+ * fetches and caches that key set and fetches it again when a token names a key it has not seen
+ * (a key rotation).
  */
-
 import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { FastifyInstance } from "fastify";
