@@ -6,9 +6,10 @@
  * held to its new roles with the tokens it already has.
  */
 import assert from "node:assert/strict";
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
+import { eventually, startVigil, tempDir, type VigilProcess } from "../helpers/vigil-process.js";
 
 /** The longest a removed key's tokens may keep working anywhere (DESIGN 5.4a, docs/security.md). */
 const REVOCATION_BOUND_MS = 10_000;
@@ -34,11 +35,27 @@ describe("a removed key stops working without a restart", () => {
   const dir = tempDir("roles-revoke");
   let vigil: VigilProcess;
   let config = "";
+  let target = "";
+  let versions = 0;
+  /**
+   * The setup path is a symbolic link into another folder: replacing the link (as an editor
+   * replaces a file by a rename) is a change the watch sees; writing the file it points to is not
+   * (watch-setup.ts), so only SIGHUP applies that.
+   */
+  const replaceSetup = (text: string): void => {
+    target = join(dir.path, "real", `setup-${versions++}.yaml`);
+    writeFileSync(target, text);
+    const next = join(dir.path, `link-${versions}.tmp`);
+    symlinkSync(target, next);
+    renameSync(next, config);
+  };
   let hub = "";
   let gateway = "";
 
   before(async () => {
-    config = writeFile(dir.path, "setup.yaml", setup(OPS + DOOMED + LOADER("read, write")));
+    mkdirSync(join(dir.path, "real"));
+    config = join(dir.path, "setup.yaml");
+    replaceSetup(setup(OPS + DOOMED + LOADER("read, write")));
     vigil = startVigil(["up", "--config", config, "--data-dir", join(dir.path, "data")], dir.path);
     hub = await vigil.url("hub");
     gateway = await vigil.url("gateway");
@@ -89,7 +106,7 @@ describe("a removed key stops working without a restart", () => {
     assert.equal(await snooze(doomed.access, "snooze"), 200);
     assert.equal(await hubRead(loader.access), 200);
 
-    writeFile(dir.path, "setup.yaml", setup(OPS + LOADER("write")));
+    replaceSetup(setup(OPS + LOADER("write")));
     await becomes(401, () => hubRead(doomed.access));
     await becomes(401, () => gatewayRead(doomed.access));
     assert.equal(await snooze(doomed.access, "unsnooze"), 401);
@@ -115,7 +132,7 @@ describe("a removed key stops working without a restart", () => {
     assert.equal(await snooze(ops.access, "unsnooze"), 200);
     // The key comes back (same id, same secret): its old refresh and access tokens stay dead; a
     // new grant works.
-    writeFile(dir.path, "setup.yaml", setup(OPS + LOADER("write") + DOOMED));
+    replaceSetup(setup(OPS + LOADER("write") + DOOMED));
     await becomes(
       200,
       async () => (await fetch(`${hub}/token`, { headers: { authorization: basic("doomed") } })).status,
@@ -135,8 +152,8 @@ describe("a removed key stops working without a restart", () => {
   test("SIGHUP applies a removal too", async () => {
     const ops = await grant("ops");
     assert.equal(await gatewayRead(ops.access), 200);
-    // The file is written and SIGHUP sent at once; whichever reload comes first removes the key.
-    writeFile(dir.path, "setup.yaml", setup(LOADER("write")));
+    // The file the link points to changes in place: no watch sees it, SIGHUP applies it.
+    writeFileSync(target, setup(LOADER("write")));
     vigil.child.kill("SIGHUP");
     await becomes(401, () => hubRead(ops.access));
     await becomes(401, () => gatewayRead(ops.access));
