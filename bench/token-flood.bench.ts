@@ -110,8 +110,9 @@ if (process.argv[2] === "--flood") {
 const security: HubSetup["security"] = {
   enabled: true,
   tokenLifetime: 300,
-  appKeys: [{ clientId: CLIENT, clientSecret: SECRET }],
+  appKeys: [{ clientId: CLIENT, clientSecret: SECRET, roles: ["read"] }],
   kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+  kerberosRoles: ["read"],
 };
 const UNLIMITED = { burst: 1e12, lockoutFailures: 1e12 };
 const BEFORE: Pick<AuthOptions, "limits" | "checks" | "verifiedTtlMs"> = {

@@ -59,7 +59,9 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
     // Snoozes, assignments and last published severities survive a restart (DESIGN 4.2).
     dataDir: options.dataDir,
     metrics,
-    ...(setup.hub.security.enabled ? { verifyToken: hubTokenVerifier(hubUrl, hubCertificate) } : {}),
+    ...(setup.hub.security.enabled
+      ? { verifyToken: hubTokenVerifier(hubUrl, hubCertificate === undefined ? {} : { hubCertificate }) }
+      : {}),
   });
   let url: string;
   try {

@@ -79,13 +79,22 @@ export async function startHubService(options: HubServiceOptions): Promise<Runni
   return {
     urls: { hub: url },
     reload(next) {
-      const { tls: nextTls, ...nextRest } = next.hub;
-      const { tls: currentTls, ...currentRest } = current.hub;
-      if (JSON.stringify(nextRest) !== JSON.stringify(currentRest)) {
+      // TLS files and the application keys and roles take effect now; the rest at the next start.
+      const later = (settings: Setup["hub"]) => {
+        const { tls: _tls, security, ...rest } = settings;
+        const { appKeys: _keys, kerberosRoles: _roles, ...securityRest } = security;
+        return JSON.stringify([rest, securityRest]);
+      };
+      if (later(next.hub) !== later(current.hub)) {
         logger.warn("hub settings changed; they take effect when the hub restarts");
       }
+      const before = current;
       current = next;
-      if (JSON.stringify(nextTls) !== JSON.stringify(currentTls)) hub.reloadCertificates(nextTls);
+      if (JSON.stringify(next.hub.tls) !== JSON.stringify(before.hub.tls))
+        hub.reloadCertificates(next.hub.tls);
+      hub.reloadKeys(next.hub.security).catch((error: unknown) => {
+        logger.error({ err: error }, "application keys could not be reloaded; the old ones stay in force");
+      });
     },
     reloadCertificates: () => hub.reloadCertificates(current.hub.tls),
     stop: (deadlineMs) => hub.stop(deadlineMs),

@@ -4,6 +4,7 @@
  * resolved; the result is deep-frozen, so no module can change the setup it was given.
  */
 import { isAbsolute, resolve } from "node:path";
+import { DEFAULT_ROLES, type Role } from "../auth/roles.js";
 import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
 import {
@@ -76,8 +77,9 @@ export interface SetupInput {
     security?: {
       enabled?: boolean;
       tokenLifetime?: number;
-      appKeys?: { clientId: string; clientSecret: string }[];
+      appKeys?: { clientId: string; clientSecret: string; roles?: Role[] }[];
       kerberos?: { enabled?: boolean; keytab?: string; servicePrincipal?: string };
+      kerberosRoles?: Role[];
     };
   };
   limits?: Partial<DataLimits>;
@@ -135,7 +137,8 @@ interface RuleInput {
  * no row override, 256 columns per dataview, cells of up to 8192 UTF-16 code units, publish
  * [memory]; probe hostname 127.0.0.1 and ports 7136/7137; memory protection 2048 MiB at ratio 0.9
  * for probes, gateway and hub alike; rest-api bufferSize 1000 and rowLimit 200; fkm sampleInterval
- * 20 s; hub port 8081, 100 000 series per entity, security enabled with 300 s tokens. Relative paths
+ * 20 s; hub port 8081, 100 000 series per entity, security enabled with 300 s tokens, application keys
+ * and Kerberos principals with the role `read`. Relative paths
  * (publish file, certificates, keytab) are resolved against `baseDir` when given, else kept as written.
  * `linkSecrets` are the probes' link secrets as `readLinkSecrets` read them (none by default).
  */
@@ -189,12 +192,17 @@ function setupOf(
       security: {
         enabled: security.enabled ?? DEFAULT_SECURITY_ENABLED,
         tokenLifetime: security.tokenLifetime ?? DEFAULT_TOKEN_LIFETIME,
-        appKeys: (security.appKeys ?? []).map(({ clientId, clientSecret }) => ({ clientId, clientSecret })),
+        appKeys: (security.appKeys ?? []).map(({ clientId, clientSecret, roles }) => ({
+          clientId,
+          clientSecret,
+          roles: [...(roles ?? DEFAULT_ROLES)],
+        })),
         kerberos: {
           enabled: kerberos.enabled ?? false,
           keytab: path(kerberos.keytab),
           servicePrincipal: kerberos.servicePrincipal ?? "",
         },
+        kerberosRoles: [...(security.kerberosRoles ?? DEFAULT_ROLES)],
       },
     },
     limits: { ...DEFAULT_DATA_LIMITS, ...input.limits },

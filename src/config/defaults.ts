@@ -75,6 +75,15 @@ export const RETENTION_INTERVAL_MS = 60 * 60_000; // ms (1 hour)
 export const DEFAULT_SECURITY_ENABLED = true;
 /** Lifetime of an access token. */
 export const DEFAULT_TOKEN_LIFETIME = 300; // seconds (5 minutes)
+/**
+ * How long a gateway trusts the hub's answer on what a token grants (DESIGN 5.4a): a key removed
+ * from the hub's setup stops working at the gateway at most this long after the hub reloads.
+ */
+export const TOKEN_GRANT_CACHE_MS = 5_000; // 5 s
+/** Tokens whose grant a gateway remembers at most (the oldest is forgotten first). */
+export const TOKEN_GRANT_CACHE_ENTRIES = 10_000; // tokens
+/** How long a gateway waits for the hub's answer on a token's grant. */
+export const TOKEN_GRANT_TIMEOUT_MS = 5_000; // 5 s
 
 // Token endpoints (DESIGN 5.4, issue 10; docs/security.md): what a flood of guesses can cost.
 /** Token requests one remote address (an IPv6 /64) may burst, then refilled at the rate below. */

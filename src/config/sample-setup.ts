@@ -80,7 +80,7 @@ hub:
   security:
     enabled: true
     appKeys:
-      - { clientId: demo, clientSecret: demo-secret }
+      - { clientId: demo, clientSecret: demo-secret, roles: [read, write, operate] }
 `;
 
 /**

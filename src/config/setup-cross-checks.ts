@@ -236,9 +236,11 @@ function checkHub(hub: Record<string, unknown>, issues: RawIssue[]): void {
   const security = isRecord(hub.security) ? hub.security : {};
   const clientIds = new Map<string, string>();
   list(security.appKeys).forEach((appKey, a) => {
-    if (isRecord(appKey))
-      unique(clientIds, appKey.clientId, ["hub", "security", "appKeys", a, "clientId"], "clientId", issues);
+    if (!isRecord(appKey)) return;
+    unique(clientIds, appKey.clientId, ["hub", "security", "appKeys", a, "clientId"], "clientId", issues);
+    distinctRoles(appKey.roles, ["hub", "security", "appKeys", a, "roles"], issues);
   });
+  distinctRoles(security.kerberosRoles, ["hub", "security", "kerberosRoles"], issues);
   const kerberos = security.kerberos;
   if (isRecord(kerberos)) {
     for (const key of ["keytab", "servicePrincipal"] as const) {
@@ -261,6 +263,20 @@ function checkHub(hub: Record<string, unknown>, issues: RawIssue[]): void {
       });
     }
   }
+}
+
+/** A role listed twice is a mistake, not a stronger grant (DESIGN 5.4a). */
+function distinctRoles(roles: unknown, segments: readonly Segment[], issues: RawIssue[]): void {
+  const seen = new Set<unknown>();
+  list(roles).forEach((role, r) => {
+    if (seen.has(role)) {
+      issues.push({
+        segments: [...segments, r],
+        message: `role '${String(role)}' is listed twice; list each role once`,
+      });
+    }
+    seen.add(role);
+  });
 }
 
 function unique(

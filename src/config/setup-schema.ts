@@ -9,6 +9,7 @@
  * validator reports the errors of the one branch that applies instead of every branch's.
  */
 
+import { DEFAULT_ROLES, ROLES } from "../auth/roles.js";
 import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import {
   DEFAULT_BUFFER_SIZE,
@@ -292,6 +293,14 @@ const rule = {
   additionalProperties: false,
 } as const;
 
+/** Roles of an application key or of Kerberos principals (DESIGN 5.4a); duplicates are a cross-check. */
+const roles = {
+  type: "array",
+  minItems: 1,
+  items: { enum: ROLES },
+  default: DEFAULT_ROLES,
+  description: "roles: read, write, operate",
+} as const;
 const hub = {
   type: "object",
   properties: {
@@ -332,7 +341,7 @@ const hub = {
           items: {
             type: "object",
             required: ["clientId", "clientSecret"],
-            properties: { clientId: name, clientSecret: name },
+            properties: { clientId: name, clientSecret: name, roles },
             additionalProperties: false,
           },
           default: [],
@@ -346,6 +355,7 @@ const hub = {
           },
           additionalProperties: false,
         },
+        kerberosRoles: roles,
       },
       additionalProperties: false,
     },

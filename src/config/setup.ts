@@ -2,6 +2,7 @@
  * The setup file (DESIGN 2) after loading: every default filled in, every object frozen.
  * `load-setup.ts` produces it from YAML; nothing else in vigil reads the file.
  */
+import type { Role } from "../auth/roles.js";
 import type { DataLimits } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
 import type { ProbeLinkSecret } from "./link-secret.js";
@@ -85,6 +86,14 @@ export interface MemoryProtectionSetup {
   readonly ratio: number;
 }
 
+/** An application key (DESIGN 5.4, 5.4a): its client id, secret and roles. */
+export interface AppKeySetup {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** Default DEFAULT_ROLES, `[read]`. */
+  readonly roles: readonly Role[];
+}
+
 export interface HubSetup {
   readonly port: number;
   /** Series one entity may have; a message that would create more is dead-lettered. */
@@ -99,12 +108,14 @@ export interface HubSetup {
     readonly enabled: boolean;
     /** Seconds. */
     readonly tokenLifetime: number;
-    readonly appKeys: readonly { readonly clientId: string; readonly clientSecret: string }[];
+    readonly appKeys: readonly AppKeySetup[];
     readonly kerberos: {
       readonly enabled: boolean;
       readonly keytab: string;
       readonly servicePrincipal: string;
     };
+    /** Roles of every Kerberos principal (DESIGN 5.4a); default DEFAULT_ROLES, `[read]`. */
+    readonly kerberosRoles: readonly Role[];
   };
 }
 

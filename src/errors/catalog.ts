@@ -136,6 +136,11 @@ export const ERRORS = {
     title: "Authorization failed",
     body: "The probe link needs the probe's link secret: send 'Authorization: Bearer <linkSecret>' on the upgrade (vigil probe --link-secret-file FILE, or VIGIL_LINK_SECRET).",
   },
+  FORBIDDEN: {
+    status: 403,
+    title: "Forbidden",
+    body: "This request needs the '{role}' role; the token of '{sub}' has {roles}. Ask for a key with that role (hub.security.appKeys[].roles).",
+  },
   CLIENT_UNAUTHORIZED: {
     status: 401,
     title: "Authorization failed",

@@ -16,11 +16,13 @@ import {
   GATEWAY_SEVERITIES_FILE,
   GATEWAY_STATE_FILE,
   LINK_MAX_UNAUTHENTICATED,
+  METRICS_PATH,
   RETRY_AFTER_SECONDS,
   STATE_SAVE_INTERVAL_MS,
   TAP_END_GRACE_MS,
   TAP_MAX_BUFFERED_BYTES,
   TAP_MAX_CLIENTS,
+  TOKEN_GRANT_CACHE_MS,
 } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
@@ -34,7 +36,14 @@ import { webSocketEnd } from "../link/websocket.js";
 import { registerMetricsRoute } from "../metrics/metrics-route.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerCommandRoutes } from "./commands/command-routes.js";
-import { requireBearer, type TokenVerifier, tokenExpiresAt } from "./gateway-auth.js";
+import {
+  type BearerRule,
+  bearerToken,
+  requireBearer,
+  type TokenVerifier,
+  tokenExpiresAt,
+  tokenGrant,
+} from "./gateway-auth.js";
 import { registerGatewayMetrics } from "./gateway-metrics.js";
 import { Hierarchy } from "./hierarchy.js";
 import { LinkAuthenticator, refuseUpgrade } from "./link-auth.js";
@@ -42,6 +51,15 @@ import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
 import type { SeverityEngine } from "./severity/severity-engine.js";
 import { readGatewayState, StateKeeper } from "./state/state-file.js";
+
+/** What each gateway URL needs with security on (DESIGN 5.4a); `/v1/healthcheck` stays open. */
+const GATEWAY_BEARER_RULES: readonly BearerRule[] = [
+  { prefix: "/v1/commands", role: "operate" },
+  { prefix: "/v1/items", role: "read" },
+  { prefix: "/v1/messages", role: "read" },
+  { prefix: "/v1/status", role: "read" },
+  { prefix: METRICS_PATH, role: "read" },
+];
 
 /** Time closing links get to finish their closing handshake when the stop deadline is spent. */
 const LINK_CLOSE_GRACE_MS = 100; // ms
@@ -64,9 +82,17 @@ export interface GatewayOptions {
   readonly setup: Setup;
   readonly publisher: GatewayPublisher;
   readonly logger: Logger;
-  /** When set (security enabled), the message tap and commands need a token it accepts. */
+  /**
+   * When set (security enabled), the commands (`operate`), items, message tap, status and metrics
+   * (`read`) need a token it accepts with that role.
+   */
   readonly verifyToken?: TokenVerifier;
   readonly linkTuning?: GatewayLinkTuning;
+  /**
+   * How often an open message tap's token is checked again, so a revoked key's tap ends; default
+   * TOKEN_GRANT_CACHE_MS (5 s), the verifier's own cache time.
+   */
+  readonly tokenRecheckMs?: number;
   /** Default TAP_MAX_BUFFERED_BYTES. */
   readonly tapMaxBufferedBytes?: number;
   /** Message-tap clients served at once; default TAP_MAX_CLIENTS. */
@@ -244,6 +270,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     });
   });
 
+  // With security on, every route but the health check and the probe link needs a hub token with
+  // the route's role (DESIGN 5.4a); the hook goes first so that it covers every route below.
+  if (options.verifyToken !== undefined) requireBearer(http, GATEWAY_BEARER_RULES, options.verifyToken);
   resource(http, "/v1/healthcheck", { GET: async () => ({ status: "OK", gateway: setup.gateway.name }) });
   resource(http, "/v1/status", {
     GET: async () => ({
@@ -257,8 +286,6 @@ export function buildGateway(options: GatewayOptions): Gateway {
     }),
   });
 
-  if (options.verifyToken !== undefined)
-    requireBearer(http, ["/v1/messages", "/v1/commands", "/v1/items"], options.verifyToken);
   registerCommandRoutes(http, {
     engine: events,
     gateway: () => setup.gateway.name,
@@ -268,11 +295,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await keepers?.states.flush();
     },
     clock,
+    subject: (request) => tokenGrant(request.raw)?.sub,
   });
 
   const taps = new Set<{ end(reason?: string): void }>();
   let tapDropped = 0;
-  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token like the commands.
+  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token with `read`.
   registerGatewayMetrics(metrics, {
     publisher: () => publisher.status(),
     links: () => links.status(),
@@ -280,11 +308,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     tap: () => ({ clients: taps.size, dropped: tapDropped }),
     memory,
   });
-  registerMetricsRoute(
-    http,
-    metrics,
-    options.verifyToken === undefined ? {} : { verifyToken: options.verifyToken },
-  );
+  registerMetricsRoute(http, metrics);
   const tapLimit = options.tapMaxBufferedBytes ?? TAP_MAX_BUFFERED_BYTES;
   const tapMaxClients = options.tapMaxClients ?? TAP_MAX_CLIENTS;
   http.addHook("preClose", async () => {
@@ -314,12 +338,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
       raw.write(": vigil message tap\n\n");
       let unsubscribe = (): void => {};
       let expiry: NodeJS.Timeout | undefined;
+      let recheck: NodeJS.Timeout | undefined;
       const tap = {
         end: (reason = "the gateway is stopping") => {
           if (!taps.has(tap)) return;
           taps.delete(tap);
           unsubscribe();
           clearTimeout(expiry);
+          clearInterval(recheck);
           // The final event, then the connection closes once it is flushed; a client that reads
           // nothing more is cut after the grace period (its data may sit in the kernel's buffers).
           const socket = raw.socket;
@@ -352,10 +378,29 @@ export function buildGateway(options: GatewayOptions): Gateway {
         };
         endAtExpiry();
       }
+      // A key removed from the hub's setup, or that lost `read`, ends its open taps too (DESIGN
+      // 5.4a): the token is checked again every `tokenRecheckMs`. A hub that cannot be asked
+      // (a VigilError) leaves the tap open; the next check asks again.
+      const token = bearerToken(request.raw);
+      const verify = options.verifyToken;
+      if (token !== undefined && verify !== undefined) {
+        recheck = setInterval(() => {
+          verify(token).then(
+            (grant) => {
+              if (!grant.roles.includes("read")) tap.end("the access token no longer has the read role");
+            },
+            (error: unknown) => {
+              if (!(error instanceof VigilError)) tap.end("the access token is no longer accepted");
+            },
+          );
+        }, options.tokenRecheckMs ?? TOKEN_GRANT_CACHE_MS);
+        recheck.unref();
+      }
       request.raw.on("close", () => {
         taps.delete(tap);
         unsubscribe();
         clearTimeout(expiry);
+        clearInterval(recheck);
       });
     },
   });

@@ -3,4 +3,12 @@
  * process that verifies hub tokens; this file keeps the gateway's import path. The gateway imports
  * nothing from `src/hub/`.
  */
-export { hubTokenVerifier, requireBearer, type TokenVerifier, tokenExpiresAt } from "../auth/bearer.js";
+export {
+  type BearerRule,
+  bearerToken,
+  hubTokenVerifier,
+  requireBearer,
+  type TokenVerifier,
+  tokenExpiresAt,
+  tokenGrant,
+} from "../auth/bearer.js";

@@ -13,7 +13,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { BusConsumer, Delivery } from "../bus/bus.js";
 import { DEAD_LETTER_FILE, STOP_DEADLINE_MS } from "../config/defaults.js";
-import type { Setup, TlsFiles } from "../config/setup.js";
+import type { HubSetup, Setup, TlsFiles } from "../config/setup.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
@@ -57,6 +57,11 @@ export interface Hub {
   readonly deadLetters: DeadLetterFile;
   /** Reads `hub.tls` files again and serves the new pair (HTTPS hubs); see server-tls.ts. */
   reloadCertificates(files: TlsFiles): void;
+  /**
+   * Puts new application keys and Kerberos roles in force (DESIGN 5.4a); resolves once a removed
+   * key's tokens are refused. Other `hub.security` settings need a restart.
+   */
+  reloadKeys(security: HubSetup["security"]): Promise<void>;
   /** Migrates the store, starts consuming, and listens; returns the bound base URL. */
   start(port?: number, host?: string): Promise<string>;
   /**
@@ -123,8 +128,8 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
     ...(consumer === undefined ? {} : { consumer: () => consumer.status() }),
     memory,
   });
-  // With security enabled, a scrape needs a bearer token like the query API (DESIGN 5.4).
-  registerMetricsRoute(http, metrics, setup.hub.security.enabled ? { verifyToken: auth.verify } : {});
+  // With security enabled, a scrape needs a bearer token with `read` (auth.ts covers the path).
+  registerMetricsRoute(http, metrics);
   const columnSchema = columnSchemaLookup(setup);
   registerEntityRoutes(http, store, { columnSchema, samplerPlugin: samplerPluginLookup(setup) });
   registerMetricRoutes(http, store, columnSchema);
@@ -146,6 +151,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
     ingester,
     deadLetters,
     reloadCertificates: (files) => void certificates.reload(files),
+    reloadKeys: (security) => auth.reload(security),
     async start(port = setup.hub.port, host = "127.0.0.1") {
       for (const notice of await store.migrate()) http.log.warn({ store: store.kind }, notice);
       await ingester.init();

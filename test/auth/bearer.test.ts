@@ -44,8 +44,9 @@ before(async () => {
     security: {
       enabled: true,
       tokenLifetime: 300,
-      appKeys: [{ clientId: CLIENT, clientSecret: SECRET }],
+      appKeys: [{ clientId: CLIENT, clientSecret: SECRET, roles: ["read"] }],
       kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+      kerberosRoles: ["read"],
     },
   });
   await hub.listen({ host: "127.0.0.1", port: 0 });
@@ -59,7 +60,11 @@ before(async () => {
   hubToken = String(answer.json<{ access_token: unknown }>().access_token);
 
   gateway = createHttpApp({ logger: pino({ level: "silent" }) });
-  requireBearer(gateway, ["/v1/commands"], hubTokenVerifier(`http://127.0.0.1:${port}`));
+  requireBearer(
+    gateway,
+    [{ prefix: "/v1/commands", role: "read" }],
+    hubTokenVerifier(`http://127.0.0.1:${port}`),
+  );
   resource(gateway, "/v1/commands", { GET: async () => ({ ok: true }) });
   resource(gateway, "/status", { GET: async () => ({ ok: true }) });
 });
@@ -72,7 +77,7 @@ after(async () => {
 
 /** Signs a token with `key` (default: the hub's own key file), changing only the given claims. */
 async function signed(
-  claims: { aud?: string; iss?: string; exp?: number; jti?: string | null },
+  claims: { aud?: string; iss?: string; exp?: number; jti?: string | null; roles?: unknown },
   key?: CryptoKey,
 ): Promise<string> {
   const signingKey =
@@ -82,7 +87,10 @@ async function signed(
       TOKEN_ALGORITHM,
     ));
   const now = Math.floor(Date.now() / 1000);
-  const jwt = new SignJWT({})
+  const jwt = new SignJWT({
+    ...(claims.roles === null ? {} : { roles: claims.roles ?? ["read"] }),
+    client_method: "app-key",
+  })
     .setProtectedHeader({ alg: TOKEN_ALGORITHM })
     .setSubject(CLIENT)
     .setIssuer(claims.iss ?? DEFAULT_TOKEN_ISSUER)
@@ -112,6 +120,8 @@ describe("requireBearer with hubTokenVerifier", () => {
     ["another issuer: invalid_token", "/v1/commands", async () => `Bearer ${await signed({ iss: "other" })}`, 401, INVALID_CHALLENGE],
     ["an expired token: invalid_token", "/v1/commands", async () => `Bearer ${await signed({ exp: Math.floor(Date.now() / 1000) - 10 })}`, 401, INVALID_CHALLENGE],
     ["a token without jti (the hub requires one): invalid_token", "/v1/commands", async () => `Bearer ${await signed({ jti: null })}`, 401, INVALID_CHALLENGE],
+    ["a token without roles (the hub requires them): invalid_token", "/v1/commands", async () => `Bearer ${await signed({ roles: null })}`, 401, INVALID_CHALLENGE],
+    ["a token whose roles are not roles: invalid_token", "/v1/commands", async () => `Bearer ${await signed({ roles: ["admin"] })}`, 401, INVALID_CHALLENGE],
     ["the hub's own key with the right claims is accepted", "/v1/commands", async () => `Bearer ${await signed({})}`, 200, undefined],
     ["a key the hub does not publish: invalid_token", "/v1/commands", async () => `Bearer ${await signed({}, (await generateKeyPair(TOKEN_ALGORITHM, { crv: "Ed25519" })).privateKey)}`, 401, INVALID_CHALLENGE],
   ];

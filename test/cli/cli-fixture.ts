@@ -43,7 +43,7 @@ hub:
   security:
     enabled: ${security}
     appKeys:
-      - { clientId: ${CLIENT_ID}, clientSecret: "${CLIENT_SECRET}" }
+      - { clientId: ${CLIENT_ID}, clientSecret: "${CLIENT_SECRET}", roles: [read, write] }
       - { clientId: ${OTHER_ID}, clientSecret: "${OTHER_SECRET}" }
 `);
   const dataDir = mkdtempSync(join(tmpdir(), "vigil-cli-hub-"));

@@ -27,7 +27,7 @@ describe("the built-in sample setup", () => {
     ["errors reads app-log of orders: ERROR critical, WARN warning", () => entity("web-01")?.samplers[1], { name: "errors", type: "", plugin: "fkm", sampleInterval: 20, source: { sampler: "orders", stream: "app-log" }, keywords: [{ pattern: "ERROR", severity: "CRITICAL" }, { pattern: "WARN", severity: "WARNING" }] }],
     ["rule 'queue too long': queued > 100 on any row of dataview queue is CRITICAL", () => setup.rules[0], { name: "queue too long", target: { managedEntity: "*", sampler: "orders", dataview: "queue", row: "*", column: "queued" }, when: { operator: ">", value: 100 }, severity: "CRITICAL" }],
     ["rule 'slow': latency > 250 is WARNING", () => setup.rules[1], { name: "slow", target: { managedEntity: "*", sampler: "orders", dataview: "*", row: "*", column: "latency" }, when: { operator: ">", value: 250 }, severity: "WARNING" }],
-    ["hub security on with the demo app key", () => [setup.hub.port, setup.hub.security.enabled, setup.hub.security.appKeys], [8081, true, [{ clientId: "demo", clientSecret: "demo-secret" }]]],
+    ["hub security on with the demo app key", () => [setup.hub.port, setup.hub.security.enabled, setup.hub.security.appKeys], [8081, true, [{ clientId: "demo", clientSecret: "demo-secret", roles: ["read", "write", "operate"] }]]],
     ["sampleSetup() is parseSetup(SAMPLE_SETUP_YAML)", () => parseSetup(SAMPLE_SETUP_YAML), setup],
     ["the result is frozen", () => Object.isFrozen(setup) && Object.isFrozen(entity("web-01")?.samplers), true],
   ];

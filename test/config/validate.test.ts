@@ -46,6 +46,20 @@ describe("vigil validate: the new limits and lone surrogates are reported like e
     );
     assert.deepEqual(validateSetupFile(path), { ok: true, text: `${path}: OK` });
   });
+
+  test("an application key without roles: OK, with a note on the default", () => {
+    const path = setupFile(
+      "gateway: {name: G}\nhub:\n  security:\n    appKeys:\n" +
+        "      - {clientId: dash, clientSecret: s}\n" +
+        "      - {clientId: ops, clientSecret: s, roles: [read, operate]}\n",
+    );
+    assert.deepEqual(validateSetupFile(path), {
+      ok: true,
+      text:
+        `${path}: OK\n` +
+        `${path}:hub.security.appKeys[0]: note: application key 'dash' has no roles, so it gets the default [read] (queries only); add roles: [read, write, operate] as it needs (line 5, column 9)`,
+    });
+  });
 });
 
 describe("vigil validate as a command", () => {

@@ -41,7 +41,7 @@ hub:
     enabled: true
     tokenLifetime: ${TOKEN_LIFETIME}
     appKeys:
-      - { clientId: dashboards, clientSecret: "s3cret-console" }
+      - { clientId: dashboards, clientSecret: "s3cret-console", roles: [read, operate] }
 `;
 
 /** A JWT's `exp` in epoch ms (read, not verified). */

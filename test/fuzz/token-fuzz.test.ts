@@ -36,8 +36,9 @@ const SECRET = "s3cret:with-colon";
 const security: HubSetup["security"] = {
   enabled: true,
   tokenLifetime: 300,
-  appKeys: [{ clientId: CLIENT, clientSecret: SECRET }],
+  appKeys: [{ clientId: CLIENT, clientSecret: SECRET, roles: ["read"] }],
   kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+  kerberosRoles: ["read"],
 };
 
 let app: FastifyInstance;

@@ -5,6 +5,9 @@
  * through a real probe's ingest API; every published message is checked against schema/public-v2.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { parseSetup } from "../../src/config/load-setup.js";
@@ -569,12 +572,16 @@ rules:
 
 describe("commands with security enabled", () => {
   test("the command API and /v1/items need a hub token (401 otherwise)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "vigil-commands-sub-"));
+    const published = new FakePublisher();
     const secured = buildGateway({
       setup,
-      publisher: new FakePublisher(),
+      publisher: published,
       logger,
+      dataDir,
       verifyToken: async (token) => {
         if (token !== "good") throw new Error("bad token");
+        return { sub: "ops", roles: ["read", "operate"], expiresAt: Date.now() + 60_000 };
       },
     });
     const base = await secured.start(0);
@@ -590,7 +597,19 @@ describe("commands with security enabled", () => {
         });
       assert.equal((await post()).status, 401);
       assert.equal((await post("bad")).status, 401);
-      assert.equal((await post("good")).status, 200);
+      const snoozed = await post("good");
+      assert.equal(snoozed.status, 200);
+      // The token's subject is kept beside the body's user: in the answer and the state file,
+      // not in the published message.
+      const view = (await snoozed.json()) as { snoozed: { snoozedBy: string; snoozedBySubject: string } };
+      assert.deepEqual([view.snoozed.snoozedBy, view.snoozed.snoozedBySubject], ["ann", "ops"]);
+      const kept = JSON.parse(readFileSync(join(dataDir, "gateway-state.json"), "utf8")) as {
+        snoozes: { state: { snoozedBySubject?: string } }[];
+      };
+      assert.equal(kept.snoozes[0]?.state.snoozedBySubject, "ops");
+      const message = published.messages.find((m: PublicV2Message) => m.type === "snooze");
+      assert.ok(message !== undefined);
+      assert.doesNotMatch(JSON.stringify(message), /Subject|"ops"/);
       assert.equal((await fetch(`${base}/v1/items`)).status, 401);
       assert.equal(
         (await fetch(`${base}/v1/items`, { headers: { authorization: "Bearer good" } })).status,
@@ -598,6 +617,7 @@ describe("commands with security enabled", () => {
       );
     } finally {
       await secured.stop(1000);
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

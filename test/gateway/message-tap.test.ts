@@ -16,20 +16,31 @@ const logger = pino({ level: "silent" });
 const setup = parseSetup("gateway: { name: GW, port: 0 }");
 const publisher = new FakePublisher();
 // Tokens "short" expire 300 ms after they are checked; "long" in an hour.
-const expiries: Record<string, number> = { short: 300, long: 3_600_000 };
+const expiries: Record<string, number> = {
+  short: 300,
+  long: 3_600_000,
+  revocable: 3_600_000,
+  reader: 3_600_000,
+};
+// Tokens the hub no longer accepts (their key was removed), and tokens that lost `read`.
+const revoked = new Set<string>();
+const demoted = new Set<string>();
 const gateway = buildGateway({
   setup,
   publisher,
   logger,
   tapMaxBufferedBytes: 64 * 1024,
   tapMaxClients: 2,
+  tokenRecheckMs: 20,
   verifyToken: async (token) => {
     const life = expiries[token];
-    if (life === undefined) throw new Error("unknown token");
-    return Date.now() + life;
+    if (life === undefined || revoked.has(token)) throw new Error("unknown token");
+    return { sub: "tap", roles: demoted.has(token) ? ["write"] : ["read"], expiresAt: Date.now() + life };
   },
 });
 const url = await gateway.start(0);
+/** With security on, the gateway's status needs a token too (DESIGN 5.4a). */
+const AS_TAP = { headers: { authorization: "Bearer long" } };
 after(() => gateway.stop(1000));
 
 const table = (i: number): TableMessage => ({
@@ -76,6 +87,20 @@ describe("message tap bounds", () => {
     assert.match(tap.text(), /event: end\ndata: \{"reason":"the access token expired/);
   });
 
+  test("a stream ends with a final event when its key is removed, or loses read", async () => {
+    const tap = await openTap("revocable");
+    const reader = await openTap("reader");
+    revoked.add("revocable");
+    demoted.add("reader");
+    await tap.ended;
+    await reader.ended;
+    assert.match(tap.text(), /event: end\ndata: \{"reason":"the access token is no longer accepted"\}/);
+    assert.match(
+      reader.text(),
+      /event: end\ndata: \{"reason":"the access token no longer has the read role"\}/,
+    );
+  });
+
   test("at most tapMaxClients clients at once; one more gets 503 in the error shape", async () => {
     const a = await openTap("long");
     const b = await openTap("long");
@@ -93,7 +118,7 @@ describe("message tap bounds", () => {
 
   test("a client that falls behind gets a final event saying why before it is let go", async () => {
     await eventually(async () => {
-      const status = (await (await fetch(`${url}/v1/status`)).json()) as { tap: { clients: number } };
+      const status = (await (await fetch(`${url}/v1/status`, AS_TAP)).json()) as { tap: { clients: number } };
       return status.tap.clients === 0;
     }, "the earlier clients to be gone");
     const tap = await openTap("long");
@@ -101,7 +126,7 @@ describe("message tap bounds", () => {
     let sent = 0;
     await eventually(async () => {
       for (let i = 0; i < 200; i += 1) publisher.publish([table(sent++)]);
-      const status = (await (await fetch(`${url}/v1/status`)).json()) as { tap: { dropped: number } };
+      const status = (await (await fetch(`${url}/v1/status`, AS_TAP)).json()) as { tap: { dropped: number } };
       return status.tap.dropped >= 1;
     }, "the slow client to be let go");
     tap.res.resume(); // within the grace period: the buffered messages, then the final event

@@ -136,7 +136,10 @@ hub:
       assert.equal(items.status, 200, items.body);
       assert.equal((await get(`${gateway}/v1/items`)).status, 401);
       // A verifier pinned to another certificate (here the CA's) does not trust this hub.
-      await assert.rejects(hubTokenVerifier(hub, ca)(token), /neither the configured certificate/);
+      await assert.rejects(
+        hubTokenVerifier(hub, { hubCertificate: ca })(token),
+        /neither the configured certificate/,
+      );
     } finally {
       await system.stop(5_000);
       certs.cleanup();

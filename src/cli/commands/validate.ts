@@ -1,11 +1,18 @@
 /** `vigil validate --config FILE`: the setup editor's check (DESIGN 1): every error, exit 1. */
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import { DEFAULT_ROLES } from "../../auth/roles.js";
 import { formatSetupIssues, loadSetupFile, SetupError } from "../../config/load-setup.js";
+import { isRecord } from "../../config/setup-issues.js";
+import { readSetupYaml } from "../../config/setup-yaml.js";
 
 /** What `vigil validate` found: whether the file is usable, and the text it prints. */
 export interface ValidateReport {
   readonly ok: boolean;
-  /** `FILE: OK` when usable; otherwise one line per issue (`formatSetupIssues`), in file order. */
+  /**
+   * `FILE: OK` when usable, followed by one `note:` line per default worth knowing (an application
+   * key without `roles`); otherwise one line per issue (`formatSetupIssues`), in file order.
+   */
   readonly text: string;
 }
 
@@ -17,11 +24,31 @@ export interface ValidateReport {
 export function validateSetupFile(path: string): ValidateReport {
   try {
     loadSetupFile(path);
-    return { ok: true, text: `${path}: OK` };
   } catch (error) {
     if (!(error instanceof SetupError)) throw error;
     return { ok: false, text: formatSetupIssues(error) };
   }
+  return { ok: true, text: [`${path}: OK`, ...setupNotes(path)].join("\n") };
+}
+
+/**
+ * Notes on a valid setup file: each application key written without `roles` gets the default
+ * (DESIGN 5.4a), which is read-only; saying so spares the surprise of a 403 on backfill or snooze.
+ */
+function setupNotes(path: string): string[] {
+  const { data, locate } = readSetupYaml(readFileSync(path, "utf8"), path);
+  const hub = isRecord(data) ? data.hub : undefined;
+  const security = isRecord(hub) ? hub.security : undefined;
+  const keys = isRecord(security) && Array.isArray(security.appKeys) ? security.appKeys : [];
+  const defaults = `[${DEFAULT_ROLES.join(", ")}]`;
+  return keys.flatMap((key: unknown, index) => {
+    if (!isRecord(key) || key.roles !== undefined) return [];
+    const issue = locate({
+      segments: ["hub", "security", "appKeys", index],
+      message: `note: application key '${String(key.clientId)}' has no roles, so it gets the default ${defaults} (queries only); add roles: [read, write, operate] as it needs`,
+    });
+    return [formatSetupIssues(new SetupError([issue]))];
+  });
 }
 
 /** Adds `validate --config FILE` to the `vigil` command: OK on stdout, or every issue on stderr and exit 1. */

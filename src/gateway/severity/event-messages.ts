@@ -29,6 +29,11 @@ export interface Until {
 
 export interface SnoozeState extends Until {
   readonly snoozedBy: string;
+  /**
+   * The `sub` of the token that sent the command (DESIGN 5.4a), beside the body's `snoozedBy`;
+   * kept in the gateway's state and items, never published (public-v2 has no such field).
+   */
+  readonly snoozedBySubject?: string;
   readonly comment: string;
   readonly period: SnoozePeriod;
   /** Epoch ms of the command. */
@@ -38,6 +43,8 @@ export interface SnoozeState extends Until {
 export interface AssignmentState extends Until {
   readonly assignedTo: string;
   readonly assignedBy: string;
+  /** The `sub` of the token that sent the command, as `snoozedBySubject`; never published. */
+  readonly assignedBySubject?: string;
   readonly comment: string;
   readonly period: AssignmentPeriod;
   readonly at: number;

@@ -151,17 +151,24 @@ export interface SeverityEngineOptions {
 
 export interface SnoozeCommand {
   readonly user: string;
+  /** The `sub` of the token that sent it, when security is on. */
+  readonly subject?: string;
   readonly comment: string;
   readonly period: SnoozeState["period"];
-  readonly until: Omit<SnoozeState, "snoozedBy" | "comment" | "period" | "at">;
+  readonly until: Omit<SnoozeState, "snoozedBy" | "snoozedBySubject" | "comment" | "period" | "at">;
 }
 
 export interface AssignCommand {
   readonly user: string;
+  /** The `sub` of the token that sent it, when security is on. */
+  readonly subject?: string;
   readonly assignedTo: string;
   readonly comment: string;
   readonly period: AssignmentState["period"];
-  readonly until: Omit<AssignmentState, "assignedTo" | "assignedBy" | "comment" | "period" | "at">;
+  readonly until: Omit<
+    AssignmentState,
+    "assignedTo" | "assignedBy" | "assignedBySubject" | "comment" | "period" | "at"
+  >;
 }
 
 const SYSTEM = "system";
@@ -330,6 +337,7 @@ export class SeverityEngine {
     const until = this.completeUntil(node, command.period, command.until);
     const state: SnoozeState = {
       snoozedBy: command.user,
+      ...(command.subject === undefined ? {} : { snoozedBySubject: command.subject }),
       comment: command.comment,
       period: command.period,
       ...until,
@@ -374,6 +382,7 @@ export class SeverityEngine {
     const state: AssignmentState = {
       assignedTo: command.assignedTo,
       assignedBy: command.user,
+      ...(command.subject === undefined ? {} : { assignedBySubject: command.subject }),
       comment: command.comment,
       period: command.period,
       ...until,

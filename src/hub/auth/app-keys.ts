@@ -10,6 +10,7 @@
  * a store than the hub already is: the setup file holds the secrets in clear.
  */
 import { createHmac, randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
+import { DEFAULT_ROLES, type Role } from "../../auth/roles.js";
 import { VERIFIED_SECRET_TTL_MS } from "../../config/defaults.js";
 import { WorkLimiter } from "./work-limiter.js";
 
@@ -48,7 +49,7 @@ interface Verified {
   readonly until: number; // epoch ms
 }
 
-/** The configured application keys, with their secrets hashed. */
+/** The configured application keys, with their secrets hashed, and their roles. */
 export class AppKeys {
   /** The last verified secret of each configured client id, as an HMAC (bounded by the setup). */
   private readonly verified = new Map<string, Verified>();
@@ -59,6 +60,8 @@ export class AppKeys {
 
   private constructor(
     private readonly hashes: ReadonlyMap<string, SecretHash>,
+    /** The roles of each configured client id (DESIGN 5.4a). */
+    private readonly roles: ReadonlyMap<string, readonly Role[]>,
     /** Compared against when the client id is unknown, so that a miss costs as much as a hit. */
     private readonly decoy: SecretHash,
     options: AppKeyOptions,
@@ -69,11 +72,16 @@ export class AppKeys {
   }
 
   /**
-   * Hashes every configured secret (scrypt, 16-byte random salt) and keeps only the hashes. Two
+   * Hashes every configured secret (scrypt, 16-byte random salt) and keeps only the hashes, with
+   * each key's roles (default DEFAULT_ROLES, `[read]`). Two
    * keys with the same client id are a setup error: which secret counts would otherwise be a guess.
    */
   static async create(
-    keys: readonly { readonly clientId: string; readonly clientSecret: string }[],
+    keys: readonly {
+      readonly clientId: string;
+      readonly clientSecret: string;
+      readonly roles?: readonly Role[];
+    }[],
     options: AppKeyOptions = {},
   ) {
     const ids = new Set<string>();
@@ -88,6 +96,7 @@ export class AppKeys {
     );
     return new AppKeys(
       new Map(hashed),
+      new Map(keys.map((key) => [key.clientId, key.roles ?? DEFAULT_ROLES] as const)),
       await hashSecret(randomBytes(SALT_BYTES).toString("base64")),
       options,
     );
@@ -101,6 +110,16 @@ export class AppKeys {
   /** Whether `clientId` is a configured client id. */
   has(clientId: string): boolean {
     return this.hashes.has(clientId);
+  }
+
+  /** The roles of `clientId`, or undefined when it is not a configured client id. */
+  rolesOf(clientId: string): readonly Role[] | undefined {
+    return this.roles.get(clientId);
+  }
+
+  /** The configured client ids. */
+  clientIds(): IterableIterator<string> {
+    return this.hashes.keys();
   }
 
   private mac(secret: string): Buffer {

@@ -56,7 +56,8 @@ export interface ClientAuthOptions {
 
 /** The token endpoints' client authentication and its limits. */
 export class ClientAuthenticator {
-  readonly appKeys: AppKeys;
+  /** The application keys in force; replaced when the setup's keys change (DESIGN 5.4a). */
+  appKeys: AppKeys;
   private readonly limits: AttemptLimits;
   private readonly kerberos: KerberosState;
   private readonly limiter: WorkLimiter;

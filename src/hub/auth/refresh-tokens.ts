@@ -87,6 +87,14 @@ export class RefreshTokens {
   }
 
   /**
+   * Drops every refresh token whose owner `keep` refuses (a key removed from the setup: its
+   * refresh tokens must not outlive it, even if a key of the same id comes back).
+   */
+  retain(keep: (owner: TokenOwner) => boolean): void {
+    for (const [hash, entry] of this.entries) if (!keep(entry)) this.entries.delete(hash);
+  }
+
+  /**
    * Spends a refresh token: removes it and returns its owner, or undefined when the token is
    * unknown, already spent, evicted or expired. A token can be spent once only.
    */

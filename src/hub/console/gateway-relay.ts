@@ -6,10 +6,12 @@
  * HTTPS hub works with the plain-HTTP gateway (a browser blocks such mixed content). Only these five
  * paths are relayed, to the one URL the operator configured (never one a request names), the body
  * is the parsed JSON re-serialised, and only a bearer `Authorization` and `Content-Type` are forwarded.
- * With security on the hub checks the token itself first, so it never relays anonymous requests;
- * the gateway checks it again (DESIGN 5.4). docs/decisions.md, "Web console".
+ * With security on the hub checks the token itself first, and its role (`operate` for a command,
+ * `read` for items), so it never relays an anonymous or a read-only user's command; the gateway
+ * checks both again (DESIGN 5.4a). docs/decisions.md, "Web console".
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { demandRole, type Role, type TokenGrant } from "../../auth/roles.js";
 import type { Setup } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
 import { type BoundedAnswer, boundedRequest } from "../../http/bounded-request.js";
@@ -31,7 +33,7 @@ export interface GatewayRelayOptions {
   /** The gateway's base URL (read at each request: `vigil up` knows it once the gateway listens). */
   readonly gatewayUrl: () => string | undefined;
   /** With security on: checks a hub token, rejecting with a 401 VigilError. */
-  readonly verify?: (token: string) => Promise<unknown>;
+  readonly verify?: (token: string) => Promise<TokenGrant>;
   /** How an HTTPS gateway's certificate is trusted (the setup's `gateway.tls.certificate`). */
   readonly trust?: PinnedTrust;
 }
@@ -64,7 +66,8 @@ function dialable(base: string): URL {
 /** Registers the relay routes (405 for other methods, as every vigil resource). */
 export function registerGatewayRelay(app: FastifyInstance, options: GatewayRelayOptions): void {
   const relay =
-    (gatewayPath: string, method: "GET" | "POST") => async (request: FastifyRequest, reply: FastifyReply) => {
+    (gatewayPath: string, method: "GET" | "POST", role: Role) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
       const authorization = request.headers.authorization;
       if (options.verify !== undefined) {
         const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
@@ -75,7 +78,7 @@ export function registerGatewayRelay(app: FastifyInstance, options: GatewayRelay
             { headers: { "WWW-Authenticate": `Bearer realm="${REALM}"` } },
           );
         }
-        await options.verify(match[1]);
+        demandRole(await options.verify(match[1]), role);
       }
       // JSON only: a cross-site form or `text/plain` POST (no CORS preflight) cannot reach the gateway.
       if (method === "POST" && !/^application\/json\s*(;|$)/i.test(request.headers["content-type"] ?? "")) {
@@ -133,8 +136,8 @@ export function registerGatewayRelay(app: FastifyInstance, options: GatewayRelay
     };
   for (const command of COMMANDS) {
     resource(app, `${RELAY_PREFIX}/v1/commands/${command}`, {
-      POST: relay(`/v1/commands/${command}`, "POST"),
+      POST: relay(`/v1/commands/${command}`, "POST", "operate"),
     });
   }
-  resource(app, `${RELAY_PREFIX}/v1/items`, { GET: relay("/v1/items", "GET") });
+  resource(app, `${RELAY_PREFIX}/v1/items`, { GET: relay("/v1/items", "GET", "read") });
 }

@@ -195,6 +195,16 @@ export const RESPONSE_SCHEMAS = {
     },
   },
   Status: { type: "object" },
+  Grant: {
+    type: "object",
+    required: ["sub", "roles", "expires"],
+    properties: {
+      sub: { type: "string" },
+      roles: { type: "array", items: { enum: ["read", "write", "operate"] }, uniqueItems: true },
+      expires: { type: "integer", description: "Epoch seconds." },
+    },
+    additionalProperties: false,
+  },
   Token: {
     type: "object",
     required: ["access_token", "token_type", "refresh_token", "expires"],
@@ -339,6 +349,10 @@ const json = (schema: object) => ({ content: { "application/json": { schema } } 
 const errors = {
   "400": { description: "Invalid request.", ...json(ref("Error")) },
   "401": { description: "No valid token (security enabled).", ...json(ref("Error")) },
+  "403": {
+    description: "The token lacks the role this endpoint needs (security enabled).",
+    ...json(ref("Error")),
+  },
 };
 
 function get(summary: string, response: ResponseSchemaName, params: readonly ParameterName[] = []) {
@@ -463,13 +477,20 @@ export const HUB_OPENAPI = {
         responses: { "200": { description: "OK", ...json(ref("BackfillResult")) }, ...errors },
       },
     },
-    "/v1/status": { get: { ...get("Store, ingest and consumer counters.", "Status").get, security: [] } },
+    "/v1/status": get("Store, ingest and consumer counters (role read).", "Status"),
+    "/v1/whoami": {
+      get: {
+        summary: "What the bearer token grants now: its subject, current roles and expiry (no role needed).",
+        responses: { "200": { description: "OK", ...json(ref("Grant")) }, "401": errors["401"] },
+      },
+    },
     "/metrics": {
       get: {
         summary: "Self-metrics in the Prometheus text format 0.0.4 (docs/operations.md, Metrics).",
         responses: {
           "200": { description: "OK", content: { "text/plain": { schema: { type: "string" } } } },
           "401": errors["401"],
+          "403": errors["403"],
         },
       },
     },

@@ -29,10 +29,11 @@ function security(overrides: Partial<HubSetup["security"]> = {}): HubSetup["secu
     enabled: true,
     tokenLifetime: 300,
     appKeys: [
-      { clientId: CLIENT, clientSecret: SECRET },
-      { clientId: "other", clientSecret: "other-secret" },
+      { clientId: CLIENT, clientSecret: SECRET, roles: ["read"] },
+      { clientId: "other", clientSecret: "other-secret", roles: ["read"] },
     ],
     kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+    kerberosRoles: ["read"],
     ...overrides,
   };
 }
@@ -306,7 +307,8 @@ describe("bearer tokens on protected URLs", () => {
 
   test("AuthService.verify gives the subject of a good token and rejects a bad one", async () => {
     const { auth } = await hub({ dataDir: dir });
-    assert.deepEqual(await auth.verify(token), { sub: CLIENT });
+    const grant = await auth.verify(token);
+    assert.deepEqual([grant.sub, grant.roles], [CLIENT, ["read"]]);
     await assert.rejects(auth.verify(`${token}x`), { code: "UNAUTHORIZED" });
   });
 });
@@ -589,8 +591,8 @@ describe("security switches", () => {
     const app = createHttpApp({ logger: pino({ level: "silent" }) });
     apps.push(app);
     const appKeys = [
-      { clientId: "a", clientSecret: "1" },
-      { clientId: "a", clientSecret: "2" },
+      { clientId: "a", clientSecret: "1", roles: ["read" as const] },
+      { clientId: "a", clientSecret: "2", roles: ["read" as const] },
     ];
     await assert.rejects(
       registerAuth(app, { security: security({ appKeys }), dataDir: await dataDir() }),
@@ -639,7 +641,7 @@ describe("signing key", () => {
     const before = await readFile(keyFile, "utf8");
     const second = await hub({ dataDir: first.dataDir });
     assert.equal(await readFile(keyFile, "utf8"), before);
-    assert.deepEqual(await second.auth.verify(token), { sub: CLIENT });
+    assert.equal((await second.auth.verify(token)).sub, CLIENT);
     assert.equal((await call(second.app, "GET", "/v0/entities", bearer(token))).status, 200);
   });
 

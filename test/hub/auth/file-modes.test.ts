@@ -49,8 +49,9 @@ function assertPrivate(found: Map<string, number>): void {
 const security: HubSetup["security"] = {
   enabled: true,
   tokenLifetime: 300,
-  appKeys: [{ clientId: "reporting", clientSecret: "s3cret" }],
+  appKeys: [{ clientId: "reporting", clientSecret: "s3cret", roles: ["read"] }],
   kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+  kerberosRoles: ["read"],
 };
 
 describe("data dir modes", () => {

@@ -34,8 +34,9 @@ function security(kerberos: HubSetup["security"]["kerberos"]): HubSetup["securit
   return {
     enabled: true,
     tokenLifetime: 300,
-    appKeys: [{ clientId: "reporting", clientSecret: "s3cret" }],
+    appKeys: [{ clientId: "reporting", clientSecret: "s3cret", roles: ["read"] }],
     kerberos,
+    kerberosRoles: ["read"],
   };
 }
 
@@ -159,6 +160,7 @@ describe("SPNEGO against a real KDC", { skip: needs(SKIP) }, () => {
   /** A krb5.conf knowing both realms, per default realm (the client's). */
   const clientConf = (defaultRealm: string) => join(good.dir, `client-${defaultRealm}.conf`);
   const saved = { ...process.env };
+  let hubSecurity: HubSetup["security"];
 
   before(async () => {
     good = await startRealm("GOOD.TEST");
@@ -180,8 +182,9 @@ describe("SPNEGO against a real KDC", { skip: needs(SKIP) }, () => {
     process.env.KRB5RCACHEDIR = good.dir;
 
     app = createHttpApp({ logger: hubLog.logger });
+    hubSecurity = security({ enabled: true, keytab, servicePrincipal: SERVICE });
     auth = await registerAuth(app, {
-      security: security({ enabled: true, keytab, servicePrincipal: SERVICE }),
+      security: hubSecurity,
       dataDir: join(good.dir, "hub-data"),
       limits: { address: { burst: 1_000 } },
     });
@@ -236,6 +239,24 @@ describe("SPNEGO against a real KDC", { skip: needs(SKIP) }, () => {
     return { status, headers, body: JSON.parse(body) as Record<string, unknown> };
   }
 
+  test("kerberosRoles reload: a principal's token is held to the new roles, a new token carries them", async () => {
+    const ccache = join(good.dir, "bob-roles.cc");
+    good.kinit("bob@GOOD.TEST", "bob-pw", ccache, { krb5Conf: clientConf("GOOD.TEST") });
+    const before = await curl("/token", ccache, "GOOD.TEST");
+    assert.equal(before.status, 200, JSON.stringify(before.body));
+    assert.deepEqual(decodeJwt(String(before.body.access_token)).roles, ["read"]);
+    await auth.reload({ ...hubSecurity, kerberosRoles: ["operate"] });
+    try {
+      assert.deepEqual((await auth.verify(String(before.body.access_token))).roles, []);
+      const after = await curl("/token", ccache, "GOOD.TEST");
+      assert.equal(after.status, 200, JSON.stringify(after.body));
+      assert.deepEqual(decodeJwt(String(after.body.access_token)).roles, ["operate"]);
+      assert.deepEqual((await auth.verify(String(after.body.access_token))).roles, ["operate"]);
+    } finally {
+      await auth.reload(hubSecurity);
+    }
+  });
+
   test("kinit + curl --negotiate at /token gives a token whose sub is the client principal", async () => {
     const ccache = join(good.dir, "alice.cc");
     good.kinit("alice@GOOD.TEST", "alice-pw", ccache, { krb5Conf: clientConf("GOOD.TEST") });
@@ -243,7 +264,8 @@ describe("SPNEGO against a real KDC", { skip: needs(SKIP) }, () => {
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.token_type, "Bearer");
     assert.equal(decodeJwt(String(r.body.access_token)).sub, "alice@GOOD.TEST");
-    assert.deepEqual(await auth.verify(String(r.body.access_token)), { sub: "alice@GOOD.TEST" });
+    const grant = await auth.verify(String(r.body.access_token));
+    assert.deepEqual([grant.sub, grant.roles], ["alice@GOOD.TEST", ["read"]]);
     assert.match(r.headers, /^WWW-Authenticate: Negotiate \S+/im, "mutual authentication token");
   });
 

@@ -139,7 +139,7 @@ describe("WorkLimiter", () => {
 test("AppKeys recalls a verified secret without a secret check, and forgets it after the TTL", async () => {
   const time = clock();
   const limiter = new WorkLimiter({ concurrency: 1, queue: 0 });
-  const keys = await AppKeys.create([{ clientId: "a", clientSecret: "s" }], {
+  const keys = await AppKeys.create([{ clientId: "a", clientSecret: "s", roles: ["read"] }], {
     limiter,
     verifiedTtlMs: 1000,
     now: time.now,
@@ -160,10 +160,11 @@ const security: HubSetup["security"] = {
   enabled: true,
   tokenLifetime: 300,
   appKeys: [
-    { clientId: CLIENT, clientSecret: SECRET },
-    { clientId: "other", clientSecret: "other-secret" },
+    { clientId: CLIENT, clientSecret: SECRET, roles: ["read"] },
+    { clientId: "other", clientSecret: "other-secret", roles: ["read"] },
   ],
   kerberos: { enabled: false, keytab: "", servicePrincipal: "" },
+  kerberosRoles: ["read"],
 };
 const HIGH = { burst: 1_000_000, lockoutFailures: 1_000_000 };
 

@@ -189,7 +189,7 @@ describe("console routes", () => {
   test("with security on, the relay refuses a request without a valid token before relaying", async () => {
     const verify = async (token: string) => {
       if (token !== "good") throw new VigilError("UNAUTHORIZED", {});
-      return undefined;
+      return { sub: "ann", roles: ["read", "operate"] as const, expiresAt: Date.now() + 60_000 };
     };
     const app = await consoleApp({ security: true, gatewayUrl: () => gatewayUrl, verify, dir: built });
     received.length = 0;

@@ -19,7 +19,7 @@ import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js
 
 const setup = parseSetup(`
 gateway: { name: GW }
-hub: { security: { enabled: true, appKeys: [{ clientId: dash, clientSecret: s3cret }] } }
+hub: { security: { enabled: true, appKeys: [{ clientId: dash, clientSecret: s3cret, roles: [read, write] }] } }
 `);
 
 const T0 = Date.UTC(2026, 2, 1, 10, 0, 0);
@@ -195,6 +195,7 @@ describe("real responses satisfy the documented schemas", () => {
     ["get", "/v0/metrics/aggregations", "/v0/metrics/aggregations"],
     ["get", "/.well-known/jwks.json", "/.well-known/jwks.json"],
     ["get", "/v1/status", "/v1/status"],
+    ["get", "/v1/whoami", "/v1/whoami"],
     ["post", "/v0/metrics/query", "/v0/metrics/query", { zoneId: "UTC", filter: { entities: "", range }, metrics: [{ identifier: "m", include: ["orders/queue/{rowname}/latency"] }], aggregations: ["svc.count", "svc.avg", "svc.percentile(0.5)"], bucketing: { duration: "PT1M" }, grouping: ["rowname", "entity", "entity:user.Region"] }],
     ["post", "/v1alpha/metrics/query", "/v1alpha/metrics/query", { zoneId: "UTC", filter: { entities: "", range }, metrics: [{ identifier: "m", include: ["orders/queue/{rowname}/latency"] }], aggregations: ["svc.max"], bucketing: { duration: "P1D" } }],
     ["post", "/v0/events/recordsQuery", "/v0/events/recordsQuery", { filter: { entities: "", range }, events: null, metrics: null, zoneId: "", skip: 0, limit: 0 }],
