@@ -1,6 +1,7 @@
 /** `vigil validate --config FILE`: the setup editor's check (DESIGN 1): every error, exit 1. */
 import type { Command } from "commander";
 import { formatSetupIssues, loadSetupFile, SetupError } from "../../config/load-setup.js";
+import { type BindingLoad, kerberosBindingError, loadKerberosBinding } from "../../hub/auth/kerberos.js";
 
 /** What `vigil validate` found: whether the file is usable, and the text it prints. */
 export interface ValidateReport {
@@ -11,12 +12,24 @@ export interface ValidateReport {
 
 /**
  * Checks a setup file with the same loader every command uses, so `validate` reports exactly what
- * would stop `vigil up|gateway|hub|probe --config FILE`. Errors other than a `SetupError` (a bug)
- * are thrown.
+ * would stop `vigil up|gateway|hub|probe --config FILE`; a setup that enables Kerberos is also
+ * checked against this machine's `kerberos` binding (`binding`, default the real one), whose absence
+ * stops the hub's start. Errors other than a `SetupError` (a bug) are thrown.
  */
-export function validateSetupFile(path: string): ValidateReport {
+export function validateSetupFile(
+  path: string,
+  binding: () => BindingLoad = loadKerberosBinding,
+): ValidateReport {
   try {
-    loadSetupFile(path);
+    const setup = loadSetupFile(path);
+    if (setup.hub.security.kerberos.enabled) {
+      const load = binding();
+      if (!load.ok)
+        return {
+          ok: false,
+          text: `${path}:hub.security.kerberos.enabled: ${kerberosBindingError(load.reason)}`,
+        };
+    }
     return { ok: true, text: `${path}: OK` };
   } catch (error) {
     if (!(error instanceof SetupError)) throw error;
