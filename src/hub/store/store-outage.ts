@@ -7,13 +7,18 @@
  * handler logs it whole). Anything else passes through unchanged: a `StoreDataError` still reaches
  * the ingester, which dead-letters the message at fault, and a bug is still a 500.
  *
+ * The embedded DuckDB store is unavailable in two more ways: a statement that needs more than
+ * DuckDB's `memory_limit` fails with "Out of Memory Error" (that call only: the next may fit), and
+ * after a fatal error the store answers `STORE_REOPENING` until it has reopened its file
+ * (duckdb-store.ts). Both are 503 too: the write or query failed, the store goes on.
+ *
  * The ingester rethrows a non-data store error, so a backfill gets the 503, and the bus consumer
  * naks its batch and retries with back-off: both recover by themselves when the store is back (the
  * `postgres` client opens new connections on demand).
  */
 import { RETRY_AFTER_SECONDS } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
-import type { Store } from "./store.js";
+import type { Store, StoreHealth } from "./store.js";
 
 /** Error codes of Node's sockets and file system, and of the `postgres` client, that mean an outage. */
 const OUTAGE_CODES: ReadonlySet<string> = new Set([
@@ -34,6 +39,8 @@ const OUTAGE_CODES: ReadonlySet<string> = new Set([
   "ENOSPC",
   "EDQUOT",
   "EIO",
+  // The DuckDB store reopens its file after a fatal error (duckdb-store.ts StoreFaultError).
+  "STORE_REOPENING",
 ]);
 
 /**
@@ -43,8 +50,12 @@ const OUTAGE_CODES: ReadonlySet<string> = new Set([
  */
 const OUTAGE_SQLSTATE = /^(?:08|53|58)[0-9A-Z]{3}$|^57P0[123]$/;
 
-/** DuckDB reports I/O failures as text only. */
-const OUTAGE_MESSAGE = /No space left on device|Disk quota exceeded|Input\/output error/i;
+/**
+ * DuckDB reports I/O failures, a statement past its `memory_limit`, and a fatal error that
+ * invalidated the instance (which the store then reopens) as text only.
+ */
+const OUTAGE_MESSAGE =
+  /No space left on device|Disk quota exceeded|Input\/output error|Out of Memory Error|^FATAL Error|database has been invalidated/i;
 
 /** A short reason when `error` (or an error in its `cause` chain) is a store outage, else undefined. */
 export function outageReason(error: unknown, depth = 0): string | undefined {
@@ -110,5 +121,6 @@ export function withOutageErrors(store: Store): Store {
     listMetricNames: (query) => guard(() => store.listMetricNames(query)),
     listRowNames: (query) => guard(() => store.listRowNames(query)),
     close: () => store.close(),
+    ...(store.health === undefined ? {} : { health: () => (store.health as () => StoreHealth)() }),
   };
 }
