@@ -105,13 +105,19 @@ async function storeAnswers(store: Store): Promise<void> {
 /** The store's state for `/v1/status`: `ok`, or `unavailable` with the reason; with its own counts. */
 async function storeState(store: Store): Promise<Record<string, unknown>> {
   const health = store.health?.();
-  const reopens = health === undefined ? {} : { reopens: health.reopens };
+  const own =
+    health === undefined
+      ? {}
+      : {
+          reopens: health.reopens,
+          ...(health.entityReads === undefined ? {} : { entityReads: health.entityReads }),
+        };
   try {
     await storeAnswers(store);
-    return { state: "ok", ...reopens };
+    return { state: "ok", ...own };
   } catch (error) {
     const reason = error instanceof VigilError ? error.body : String(error);
-    return { state: "unavailable", reason, ...reopens };
+    return { state: "unavailable", reason, ...own };
   }
 }
 

@@ -203,9 +203,17 @@ export interface CellColumns {
  * A store's own account of its state: `ok`, or `reopening` after a fatal error of an embedded
  * database (with the reason) until its file is open again; `reopens` counts the recoveries.
  */
-export type StoreHealth =
-  | { readonly state: "ok"; readonly reopens: number }
-  | { readonly state: "reopening"; readonly reason: string; readonly reopens: number };
+export type StoreHealth = (
+  | { readonly state: "ok" }
+  | { readonly state: "reopening"; readonly reason: string }
+) & {
+  readonly reopens: number;
+  /**
+   * How the DuckDB store reads entity attributes: `one scan`, or `entity by entity` once a scan
+   * has run out of DuckDB's memory (duckdb-store.ts `listEntities`).
+   */
+  readonly entityReads?: "one scan" | "entity by entity";
+};
 
 export interface IngestBatch {
   readonly entities: readonly EntityUpsert[];

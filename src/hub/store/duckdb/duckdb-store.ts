@@ -263,9 +263,13 @@ class DuckDbStore implements Store {
 
   /** The store's state for `/v0/ping` and `/v1/status`. */
   health(): StoreHealth {
+    const common = {
+      reopens: this.reopens,
+      entityReads: this.entityByEntity ? "entity by entity" : "one scan",
+    } as const;
     return this.fault === undefined
-      ? { state: "ok", reopens: this.reopens }
-      : { state: "reopening", reason: this.fault.reason, reopens: this.reopens };
+      ? { state: "ok", ...common }
+      : { state: "reopening", reason: this.fault.reason, ...common };
   }
 
   migrate(): Promise<readonly string[]> {
@@ -396,16 +400,35 @@ class DuckDbStore implements Store {
    */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.write(async () => {
-      if (this.optimisticClaims) {
-        try {
-          return await this.attempt(work, true);
-        } catch (error) {
-          if (!(error instanceof DigestConflict)) throw error;
-          this.optimisticClaims = false;
+      try {
+        if (this.optimisticClaims) {
+          try {
+            return await this.attempt(work, true);
+          } catch (error) {
+            if (!(error instanceof DigestConflict)) throw error;
+            this.optimisticClaims = false;
+          }
         }
+        return await this.attempt(work, false);
+      } catch (error) {
+        if (isOutOfMemory(error)) await this.releaseMemory();
+        throw error;
       }
-      return this.attempt(work, false);
     });
+  }
+
+  /**
+   * After a write ran out of memory: DuckDB keeps the versions of committed updates in memory until
+   * a checkpoint writes them to the file, so without one every later update of a large row fails
+   * too (the store would refuse writes until a restart). A checkpoint that fails for want of memory
+   * is left to the next write; a fatal one makes the store reopen (`guarded`).
+   */
+  private async releaseMemory(): Promise<void> {
+    try {
+      await this.writer.run("CHECKPOINT");
+    } catch (error) {
+      this.noteError(error);
+    }
   }
 
   private async attempt<T>(work: (tx: StoreTransaction) => Promise<T>, optimistic: boolean): Promise<T> {
