@@ -336,15 +336,17 @@ class DuckDbStore implements Store {
     }
   }
 
+  private faultError(reason: string): StoreFaultError {
+    return new StoreFaultError(`the DuckDB store is reopening its file after a fatal error (${reason})`);
+  }
+
   /** Rejects while the store is faulted (StoreFaultError) or closed; otherwise runs `task` on `queue`. */
   private guarded<T>(queue: SerialQueue, task: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    // At once while faulted: a write must not wait in the queue behind the reopen.
+    if (this.fault !== undefined) return Promise.reject(this.faultError(this.fault.reason));
     return queue.run(async () => {
-      if (this.fault !== undefined) {
-        throw new StoreFaultError(
-          `the DuckDB store is reopening its file after a fatal error (${this.fault.reason})`,
-        );
-      }
+      if (this.fault !== undefined) throw this.faultError(this.fault.reason);
       try {
         return await task();
       } catch (error) {
