@@ -15,7 +15,7 @@ import { after, describe, test } from "node:test";
 import { startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const START_MS = 60_000; // how long a process may take to start on a loaded machine
-const ENTITIES = 150; // × ~330 KiB of attributes: about 48 MiB, past the 32 MB limit
+const ENTITIES = 110; // × ~330 KiB of attributes: about 36 MiB, past the 32 MB limit
 const ATTRIBUTES = 64;
 const NAME_BYTES = 1_024;
 const VALUE_BYTES = 4_096;
