@@ -472,7 +472,9 @@ export const HUB_OPENAPI = {
         responses: { "200": { description: "OK", ...json(ref("BackfillResult")) }, ...errors },
       },
     },
-    "/v1/status": { get: { ...get("Store state, ingest and consumer counters.", "Status").get, security: [] } },
+    "/v1/status": {
+      get: { ...get("Store state, ingest and consumer counters.", "Status").get, security: [] },
+    },
     "/metrics": {
       get: {
         summary: "Self-metrics in the Prometheus text format 0.0.4 (docs/operations.md, Metrics).",

@@ -12,7 +12,8 @@
  * store then answers every call with a {@link StoreFaultError} (a 503 through store-outage.ts) and
  * reopens the file by itself: it waits for the calls in progress, closes the connections and the
  * instance, opens the file again (DuckDB replays its WAL, so every committed write is there), runs
- * the schema statements and reloads its caches; it tries again with back-off until that works.
+ * the schema statements and reloads its caches; it tries again with back-off until that works. (A
+ * `:memory:` store has no file: it comes back empty.)
  *
  * Entity attributes are read with one scan when they fit in DuckDB's memory; when that scan runs out
  * of memory (DuckDB reads a whole vector of a column's long strings at once, whatever the filter),
