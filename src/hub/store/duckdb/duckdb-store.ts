@@ -327,7 +327,7 @@ class DuckDbStore implements Store {
       fault.attempts += 1;
       const backoff = Math.min(
         STORE_REOPEN_BACKOFF_MAX_MS,
-        STORE_REOPEN_BACKOFF_MIN_MS * 2 ** Math.min(fault.attempts, 16),
+        STORE_REOPEN_BACKOFF_MIN_MS * 2 ** Math.min(fault.attempts - 1, 16),
       );
       this.fault = {
         reason: `reopening failed: ${message.split("\n")[0] ?? message}`,
