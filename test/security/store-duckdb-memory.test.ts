@@ -7,7 +7,8 @@
  * is 200 or a 503 with `Retry-After` and the error body, and a write refused so goes in when posted
  * again (it failed alone: the store did not stay out of memory); queries and `/v0/ping` go on answering; the
  * hub stops cleanly and starts again on its data dir, and every acknowledged entity is there with
- * the attributes of a version posted no earlier than its last acknowledged one.
+ * the attributes of a version posted no earlier than its last acknowledged one; the same after a
+ * `kill -9` that leaves updates in DuckDB's WAL, which the start replays under the same limit.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -175,6 +176,15 @@ describe("a DuckDB store driven to its memory limit", { timeout: 300_000 }, () =
   test("the hub stops, starts again on its data dir, and every acknowledged entity is there", async () => {
     const first = processes.at(-1) as VigilProcess;
     assert.deepEqual(await first.stop("SIGTERM"), { code: 0, signal: null });
+    url = await start();
+    checkEverything(await entities(url));
+    assert.equal((await fetch(`${url}/v0/ping`)).status, 200);
+  });
+
+  test("killed with updates in its WAL, it starts again and every acknowledged entity is there", async () => {
+    for (let i = 0; i < ENTITIES; i += 3) await post(url, i, 2);
+    const second = processes.at(-1) as VigilProcess;
+    assert.deepEqual(await second.stop("SIGKILL"), { code: null, signal: "SIGKILL" });
     url = await start();
     checkEverything(await entities(url));
     assert.equal((await fetch(`${url}/v0/ping`)).status, 200);
