@@ -257,6 +257,14 @@ export const DUCKDB_MEMORY_LIMIT_MIN_MIB = 128; // MiB
 export const DUCKDB_MEMORY_LIMIT_MAX_MIB = 384; // MiB
 export const DUCKDB_MEMORY_SHARE = 1 / 8; // of the memory the process may use
 /**
+ * Back-off between attempts of the DuckDB store to reopen its file after a fatal error: the first
+ * attempt at once, then doubling from the minimum up to the maximum.
+ */
+export const STORE_REOPEN_BACKOFF_MIN_MS = 500; // ms
+export const STORE_REOPEN_BACKOFF_MAX_MS = 30_000; // ms
+/** How long `/v0/ping` and `/v1/status` wait for the store to answer a trivial statement. */
+export const STORE_PING_TIMEOUT_MS = 5_000; // ms
+/**
  * How far V8 lets a long-running process's heap grow past what survived its last full collection,
  * in percent (V8's `--heap-growing-percent`, set at start by run-service.ts unless the process was
  * started with its own). V8's default grows it up to 4× on a machine with memory to spare: under

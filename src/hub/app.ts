@@ -12,8 +12,14 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { BusConsumer, Delivery } from "../bus/bus.js";
-import { DEAD_LETTER_FILE, STOP_DEADLINE_MS } from "../config/defaults.js";
+import {
+  DEAD_LETTER_FILE,
+  RETRY_AFTER_SECONDS,
+  STOP_DEADLINE_MS,
+  STORE_PING_TIMEOUT_MS,
+} from "../config/defaults.js";
 import type { HubSetup, Setup, TlsFiles } from "../config/setup.js";
+import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
@@ -71,6 +77,55 @@ export interface Hub {
   stop(deadlineMs?: number): Promise<void>;
 }
 
+/**
+ * Resolves when `store` answers a trivial statement within STORE_PING_TIMEOUT_MS; otherwise rejects
+ * with a 503 SERVICE_UNAVAILABLE that says why (the store's own account first: a DuckDB store
+ * reopening its file after a fatal error; then the ping's failure, or that it did not answer).
+ */
+async function storeAnswers(store: Store): Promise<void> {
+  const unavailable = (reason: string, cause?: unknown) =>
+    new VigilError(
+      "SERVICE_UNAVAILABLE",
+      {
+        detail: `The hub's ${store.kind} store cannot answer (${reason}); the hub keeps retrying by itself; retry later.`,
+      },
+      { headers: { "Retry-After": String(RETRY_AFTER_SECONDS) }, ...(cause === undefined ? {} : { cause }) },
+    );
+  const health = store.health?.();
+  if (health?.state === "reopening") throw unavailable(`reopening after a fatal error: ${health.reason}`);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable("no answer in time")), STORE_PING_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([store.ping(), timeout]);
+  } catch (error) {
+    if (error instanceof VigilError) throw error;
+    throw unavailable("the ping failed", error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The store's state for `/v1/status`: `ok`, or `unavailable` with the reason; with its own counts. */
+async function storeState(store: Store): Promise<Record<string, unknown>> {
+  const health = store.health?.();
+  const own =
+    health === undefined
+      ? {}
+      : {
+          reopens: health.reopens,
+          ...(health.entityReads === undefined ? {} : { entityReads: health.entityReads }),
+        };
+  try {
+    await storeAnswers(store);
+    return { state: "ok", ...own };
+  } catch (error) {
+    const reason = error instanceof VigilError ? error.body : String(error);
+    return { state: "unavailable", reason, ...own };
+  }
+}
+
 /** Builds an unstarted hub. */
 export async function buildHub(options: HubOptions): Promise<Hub> {
   const { setup, store, consumer } = options;
@@ -111,10 +166,18 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
 
   // Authentication first, so its bearer check covers every route registered after it (DESIGN 5.4).
   const auth = await registerAuth(http, { security: setup.hub.security, dataDir: options.dataDir });
-  resource(http, "/v0/ping", { GET: async () => ({ status: "OK" }) });
+  // Ready only when the store answers (DESIGN 5.4b): 503 with the reason otherwise, so a load
+  // balancer or a probe of the hub sees a store that cannot answer.
+  resource(http, "/v0/ping", {
+    GET: async () => {
+      await storeAnswers(store);
+      return { status: "OK" };
+    },
+  });
   resource(http, "/v1/status", {
     GET: async () => ({
       store: store.kind,
+      storeState: await storeState(store),
       ingest: ingester.counts,
       deadLettered: deadLetters.count,
       retention: retention.status(),

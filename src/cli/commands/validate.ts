@@ -5,6 +5,7 @@ import { DEFAULT_ROLES } from "../../auth/roles.js";
 import { formatSetupIssues, loadSetupFile, SetupError } from "../../config/load-setup.js";
 import { isRecord } from "../../config/setup-issues.js";
 import { readSetupYaml } from "../../config/setup-yaml.js";
+import { type BindingLoad, kerberosBindingError, loadKerberosBinding } from "../../hub/auth/kerberos.js";
 
 /** What `vigil validate` found: whether the file is usable, and the text it prints. */
 export interface ValidateReport {
@@ -18,12 +19,24 @@ export interface ValidateReport {
 
 /**
  * Checks a setup file with the same loader every command uses, so `validate` reports exactly what
- * would stop `vigil up|gateway|hub|probe --config FILE`. Errors other than a `SetupError` (a bug)
- * are thrown.
+ * would stop `vigil up|gateway|hub|probe --config FILE`; a setup that enables Kerberos is also
+ * checked against this machine's `kerberos` binding (`binding`, default the real one), whose absence
+ * stops the hub's start. Errors other than a `SetupError` (a bug) are thrown.
  */
-export function validateSetupFile(path: string): ValidateReport {
+export function validateSetupFile(
+  path: string,
+  binding: () => BindingLoad = loadKerberosBinding,
+): ValidateReport {
   try {
-    loadSetupFile(path);
+    const setup = loadSetupFile(path);
+    if (setup.hub.security.kerberos.enabled) {
+      const load = binding();
+      if (!load.ok)
+        return {
+          ok: false,
+          text: `${path}:hub.security.kerberos.enabled: ${kerberosBindingError(load.reason)}`,
+        };
+    }
   } catch (error) {
     if (!(error instanceof SetupError)) throw error;
     return { ok: false, text: formatSetupIssues(error) };

@@ -107,7 +107,8 @@ function unauthorized(tokenWasSent: boolean, cause?: unknown): VigilError {
  * Sets up hub authentication on `app` and returns the token verifier. It loads or creates the
  * Ed25519 signing key in `<dataDir>/keys/hub-signing-key.json`, warns about data dir entries other
  * users can read, hashes the configured application keys (scrypt), sets up Kerberos SPNEGO when
- * the setup enables it and the binding loads (logging why not otherwise), and registers `GET /token`, `GET /authorize`, `POST /oauth2/token`,
+ * the setup enables it (rejecting, so the hub does not start, when the `kerberos` binding does not
+ * load: kerberos.ts), and registers `GET /token`, `GET /authorize`, `POST /oauth2/token`,
  * `POST /v0/oauth2/token`, `GET /.well-known/jwks.json` and `GET /v1/whoami`; these work whenever
  * application keys exist, whatever `security.enabled` says. With `security.enabled`, it adds an
  * `onRequest` hook answering 401 UNAUTHORIZED with a Bearer challenge to any `/v0` or `/v1alpha`
@@ -122,6 +123,8 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
   const { security } = options;
   const log = app.log.child({ component: "auth" });
   const warn = (message: string) => log.warn(message);
+  // First: a setup enabling Kerberos without a working binding stops the start before anything is created.
+  const kerberos = await setUpKerberos(security.kerberos, warn, options.kerberosBinding);
   const key = await loadSigningKey(options.dataDir, warn);
   await checkDataDirModes(options.dataDir, warn);
   const limiter = new WorkLimiter(options.checks);
@@ -143,12 +146,7 @@ export async function registerAuth(app: FastifyInstance, options: AuthOptions): 
     tokenLifetime: security.tokenLifetime,
     rolesOf,
   });
-  const kerberos = await setUpKerberos(security.kerberos, warn, options.kerberosBinding);
-  if (kerberos.state === "unavailable") {
-    log.warn(
-      `hub.security.kerberos is enabled but SPNEGO is off: ${kerberos.reason}; Negotiate requests get 401`,
-    );
-  } else if (kerberos.state === "on") {
+  if (kerberos.state === "on") {
     log.info({ servicePrincipal: security.kerberos.servicePrincipal }, "Kerberos SPNEGO is on");
   }
   const clients = new ClientAuthenticator({

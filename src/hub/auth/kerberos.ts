@@ -4,8 +4,9 @@
  * key from the setup's keytab through the `kerberos` npm package (MIT GSSAPI underneath), and the
  * token's `sub` is the client principal (`user@REALM`).
  *
- * The binding is an optional dependency: an install without Kerberos headers has none, and the hub
- * then starts anyway, logging why SPNEGO is off; `Negotiate` is then neither offered nor accepted.
+ * The binding is an optional dependency: an install without Kerberos headers has none. A setup
+ * that enables Kerberos then stops the hub's start (and fails `vigil validate`) with
+ * {@link KERBEROS_BINDING_FIX}: a setting that is accepted must be in force.
  *
  * Choices (docs/security.md):
  * - `servicePrincipal` `HTTP/<host>@<REALM>` is accepted as the GSS host-based name `HTTP@<host>`
@@ -40,6 +41,19 @@ export type BindingLoad =
   | { readonly ok: false; readonly reason: string };
 
 let loaded: BindingLoad | undefined;
+
+/** What makes the binding load, for the errors that name it (docs/security.md, README). */
+export const KERBEROS_BINDING_FIX =
+  "install the Kerberos development headers (Debian/Ubuntu: apt-get install libkrb5-dev; " +
+  "Red Hat: krb5-devel) and run npm ci again, or set hub.security.kerberos.enabled: false";
+
+/**
+ * Why a setup that enables Kerberos cannot be served: the binding did not load (`reason`), with
+ * the fix; used by the hub's start and by `vigil validate`.
+ */
+export function kerberosBindingError(reason: string): string {
+  return `hub.security.kerberos is enabled but ${reason}: ${KERBEROS_BINDING_FIX}`;
+}
 
 /**
  * Loads the optional `kerberos` package once. Resolves to why it failed (not installed, or its
@@ -93,10 +107,9 @@ export interface KerberosAcceptor {
   accept(token: string): Promise<NegotiateResult>;
 }
 
-/** Whether SPNEGO is on; when it is off although the setup enables it, why. */
+/** Whether SPNEGO is on (there is no third state: an enabled setup that cannot be served stops the start). */
 export type KerberosState =
   | { readonly state: "disabled" }
-  | { readonly state: "unavailable"; readonly reason: string }
   | { readonly state: "on"; readonly acceptor: KerberosAcceptor };
 
 /**
@@ -117,11 +130,11 @@ function messageOf(error: unknown): string {
 }
 
 /**
- * Sets up SPNEGO from the setup: `disabled` when `kerberos.enabled` is false; `unavailable` with
- * the reason when the binding cannot load or the service principal is unreadable; otherwise `on`,
+ * Sets up SPNEGO from the setup: `disabled` when `kerberos.enabled` is false; otherwise `on`,
  * with `KRB5_KTNAME` pointing at the keytab. It then tries to acquire the service credentials once
  * and reports a failure (no keytab, no key for the principal) through `warn`, staying `on`, since
- * the keytab may be put in place later.
+ * the keytab may be put in place later. Throws, stopping the hub's start, when Kerberos is enabled
+ * but the binding cannot load ({@link kerberosBindingError}) or the service principal is unreadable.
  */
 export async function setUpKerberos(
   setup: KerberosSetup,
@@ -129,13 +142,12 @@ export async function setUpKerberos(
   binding: BindingLoad = loadKerberosBinding(),
 ): Promise<KerberosState> {
   if (!setup.enabled) return { state: "disabled" };
-  if (!binding.ok) return { state: "unavailable", reason: binding.reason };
+  if (!binding.ok) throw new Error(kerberosBindingError(binding.reason));
   const service = parseServicePrincipal(setup.servicePrincipal);
   if (service === undefined) {
-    return {
-      state: "unavailable",
-      reason: `'${setup.servicePrincipal}' is not a service principal (HTTP/<host>@<REALM>)`,
-    };
+    throw new Error(
+      `hub.security.kerberos.servicePrincipal '${setup.servicePrincipal}' is not a service principal; write HTTP/<host>@<REALM>`,
+    );
   }
   // The GSSAPI acceptor reads its keytab from KRB5_KTNAME (MIT krb5 `krb5_kt_default_name`); the
   // binding offers no other way to name it.

@@ -409,7 +409,16 @@ export const HUB_OPENAPI = {
   },
   security: [{ bearer: [] }],
   paths: {
-    "/v0/ping": { get: { ...get("Liveness.", "Ping").get, security: [] } },
+    "/v0/ping": {
+      get: {
+        ...get("Ready: 200 when the store answers, 503 with the reason when it cannot.", "Ping").get,
+        security: [],
+        responses: {
+          "200": { description: "OK", ...json(ref("Ping")) },
+          "503": { description: "The store cannot answer (Retry-After).", ...json(ref("Error")) },
+        },
+      },
+    },
     "/v0/openapi.json": get("This document.", "OpenApi"),
     "/v0/entities": get("Entities a filter selects.", "Entities", ["filter", "includeDeleted"]),
     "/v0/entities/summary": get("Entities grouped by attributes, counted by severity.", "EntitySummary", [

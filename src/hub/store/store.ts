@@ -199,6 +199,22 @@ export interface CellColumns {
 }
 
 /** Everything one ingest step commits atomically. */
+/**
+ * A store's own account of its state: `ok`, or `reopening` after a fatal error of an embedded
+ * database (with the reason) until its file is open again; `reopens` counts the recoveries.
+ */
+export type StoreHealth = (
+  | { readonly state: "ok" }
+  | { readonly state: "reopening"; readonly reason: string }
+) & {
+  readonly reopens: number;
+  /**
+   * How the DuckDB store reads entity attributes: `one scan`, or `entity by entity` once a scan
+   * has run out of DuckDB's memory (duckdb-store.ts `listEntities`).
+   */
+  readonly entityReads?: "one scan" | "entity by entity";
+};
+
 export interface IngestBatch {
   readonly entities: readonly EntityUpsert[];
   /** Samples one object each: the simple form, for callers that write few. */
@@ -355,6 +371,12 @@ export interface Store {
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /** Resolves when the store answers a trivial statement; rejects when it is unreachable. */
   ping(): Promise<void>;
+  /**
+   * What the store knows of its own state without asking the database (`/v0/ping`, `/v1/status`);
+   * a store that cannot fault on its own (PostgreSQL: the server's connections come back by
+   * themselves) may leave it out.
+   */
+  health?(): StoreHealth;
   /**
    * Retention (`hub.retentionDays`): removes the samples and events older than `cutoff` (epoch ms),
    * on a connection of its own in short statements, so queries and ingest go on meanwhile. Entities

@@ -7,6 +7,19 @@
  * `ping`, so a health check waits neither for a write nor for a long query. Each connection has its
  * own promise queue because the node binding must not run two statements on one connection at once.
  *
+ * A fatal DuckDB error (a failed checkpoint, an internal error) invalidates the whole instance:
+ * every later statement on any of its connections fails with "database has been invalidated". The
+ * store then answers every call with a {@link StoreFaultError} (a 503 through store-outage.ts) and
+ * reopens the file by itself: it waits for the calls in progress, closes the connections and the
+ * instance, opens the file again (DuckDB replays its WAL, so every committed write is there), runs
+ * the schema statements and reloads its caches; it tries again with back-off until that works. (A
+ * `:memory:` store has no file: it comes back empty.)
+ *
+ * Entity attributes are read with one scan when they fit in DuckDB's memory; when that scan runs out
+ * of memory (DuckDB reads a whole vector of a column's long strings at once, whatever the filter),
+ * the store reads them entity by entity through the primary key instead, which needs the memory of
+ * one entity (see `listEntities`).
+ *
  * Writes (duckdb-transaction.ts) resolve entity ids from a cache of every entity, loaded at
  * `migrate()`, and series ids from a bounded recency cache backed by one lookup statement per batch, so
  * neither a restart nor a flood of series loads the series table into memory. New series, samples
@@ -15,7 +28,15 @@
 import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import { type DuckDBConnection, DuckDBInstance, INTEGER, type JS, TIMESTAMPTZ } from "@duckdb/node-api";
+import {
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  INTEGER,
+  type JS,
+  TIMESTAMPTZ,
+} from "@duckdb/node-api";
+import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
@@ -37,6 +58,7 @@ import type {
   SampleQuery,
   SeriesInfo,
   Store,
+  StoreHealth,
   StoreTransaction,
 } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
@@ -89,6 +111,68 @@ export interface DuckDbStoreOptions {
   readonly maxSeriesPerEntity?: number;
   /** Entries of the series-id cache; default `SERIES_CACHE_ENTRIES` (200 000); 0 turns it off. */
   readonly seriesCacheEntries?: number;
+  /**
+   * Opens the DuckDB instance (default `DuckDBInstance.create`); called again each time the store
+   * reopens its file after a fatal error. Tests pass one that keeps a connection of their own.
+   */
+  readonly openInstance?: (path: string, config: Record<string, string>) => Promise<DuckDBInstance>;
+}
+
+/** The instance and the store's four connections to it; replaced as a whole when the store reopens. */
+interface Connections {
+  readonly instance: DuckDBInstance;
+  readonly writer: DuckDBConnection;
+  readonly reader: DuckDBConnection;
+  readonly pinger: DuckDBConnection;
+  readonly maintainer: DuckDBConnection;
+}
+
+/**
+ * The store cannot answer until it has reopened its file after a fatal DuckDB error; store-outage.ts
+ * answers it as 503 with `Retry-After` (its `code` is one of the outage codes).
+ */
+export class StoreFaultError extends Error {
+  override readonly name = "StoreFaultError";
+  readonly code = "STORE_REOPENING";
+}
+
+/**
+ * Whether `error` is one of DuckDB's fatal errors, after which the instance is invalidated: a FATAL
+ * or INTERNAL error, or the "database has been invalidated" every later statement reports.
+ */
+export function isFatalDuckDbError(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /^(?:FATAL|INTERNAL) Error|database has been invalidated/.test(message);
+}
+
+/** DuckDB's error when a statement needs more than its `memory_limit` (not fatal). */
+function isOutOfMemory(error: unknown): boolean {
+  return error instanceof Error && /^Out of Memory Error/.test(error.message);
+}
+
+async function openConnections(
+  path: string,
+  config: Record<string, string>,
+  open: (path: string, config: Record<string, string>) => Promise<DuckDBInstance>,
+): Promise<Connections> {
+  const instance = await open(path, config);
+  const writer = await instance.connect();
+  const reader = await instance.connect();
+  const pinger = await instance.connect();
+  const maintainer = await instance.connect();
+  for (const c of [writer, reader, maintainer]) await c.run("SET TimeZone = 'UTC'");
+  return { instance, writer, reader, pinger, maintainer };
+}
+
+/** Closes what `openConnections` opened; an invalidated instance may refuse, which is ignored. */
+function closeConnections(db: Connections): void {
+  for (const c of [db.writer, db.reader, db.pinger, db.maintainer, db.instance]) {
+    try {
+      c.closeSync();
+    } catch {
+      // Already unusable: nothing more to release.
+    }
+  }
 }
 
 /**
@@ -106,20 +190,17 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
   if (onDisk) await mkdir(dirname(options.path), { recursive: true, mode: 0o700 });
   const created = onDisk && !existsSync(options.path);
   const machine = duckDbMachineSettings();
-  const instance = await DuckDBInstance.create(options.path, {
+  const config = {
     memory_limit: options.memoryLimit ?? machine.memoryLimit,
     threads: String(machine.threads),
     storage_compatibility_version: DUCKDB_STORAGE_VERSION,
-  });
+  };
+  const open = options.openInstance ?? ((path, c) => DuckDBInstance.create(path, c));
+  const db = await openConnections(options.path, config, open);
   if (created) await chmod(options.path, 0o600).catch(() => undefined); // not created: nothing to narrow
-  const writer = await instance.connect();
-  const reader = await instance.connect();
-  const pinger = await instance.connect();
-  const maintainer = await instance.connect();
-  for (const c of [writer, reader, maintainer]) await c.run("SET TimeZone = 'UTC'");
   return new DuckDbStore(
-    instance,
-    { writer, reader, pinger, maintainer },
+    db,
+    () => openConnections(options.path, config, open),
     maxSeriesPerEntity,
     seriesCacheEntries,
   );
@@ -131,11 +212,15 @@ class DuckDbStore implements Store {
   private readonly reads = new SerialQueue();
   private readonly pings = new SerialQueue();
   private readonly maintenance = new SerialQueue();
-  private readonly writer: DuckDBConnection;
-  private readonly reader: DuckDBConnection;
-  private readonly pinger: DuckDBConnection;
-  /** Retention deletes: a connection of its own, so reads and the writer go on meanwhile. */
-  private readonly maintainer: DuckDBConnection;
+  /** The current instance and connections (see the file comment: replaced after a fatal error). */
+  private db: Connections;
+  /** Why the store cannot answer, from a fatal error until the file is open again. */
+  private fault: { readonly reason: string; attempts: number } | undefined;
+  private reopenTimer: NodeJS.Timeout | undefined;
+  /** Times the file was reopened after a fatal error. */
+  private reopens = 0;
+  /** Whether entity attributes are read entity by entity (a whole scan ran out of memory). */
+  private entityByEntity = false;
   /** Every entity (entities are few; see StoreCaches). */
   private entities = new Map<string, EntityState>();
   private readonly series: RecencyCache<string, RowSeries>;
@@ -153,31 +238,122 @@ class DuckDbStore implements Store {
   private closed = false;
 
   constructor(
-    private readonly instance: DuckDBInstance,
-    connections: {
-      writer: DuckDBConnection;
-      reader: DuckDBConnection;
-      pinger: DuckDBConnection;
-      maintainer: DuckDBConnection;
-    },
+    db: Connections,
+    private readonly reopen: () => Promise<Connections>,
     private readonly maxSeriesPerEntity: number,
     seriesCacheEntries: number,
   ) {
-    this.writer = connections.writer;
-    this.reader = connections.reader;
-    this.pinger = connections.pinger;
-    this.maintainer = connections.maintainer;
+    this.db = db;
     // By row of series, weighing the row's columns: the bound stays one of series.
     this.series = rowSeriesCache(seriesCacheEntries);
   }
 
+  private get writer(): DuckDBConnection {
+    return this.db.writer;
+  }
+  private get reader(): DuckDBConnection {
+    return this.db.reader;
+  }
+  private get pinger(): DuckDBConnection {
+    return this.db.pinger;
+  }
+  /** Retention deletes: a connection of its own, so reads and the writer go on meanwhile. */
+  private get maintainer(): DuckDBConnection {
+    return this.db.maintainer;
+  }
+
+  /** The store's state for `/v0/ping` and `/v1/status`. */
+  health(): StoreHealth {
+    const common = {
+      reopens: this.reopens,
+      entityReads: this.entityByEntity ? "entity by entity" : "one scan",
+    } as const;
+    return this.fault === undefined
+      ? { state: "ok", ...common }
+      : { state: "reopening", reason: this.fault.reason, ...common };
+  }
+
   migrate(): Promise<readonly string[]> {
     return this.write(async () => {
-      for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
-      await this.migrateMessageHashes();
-      await this.writer.run(RECORD_DIGEST_FORM);
-      await this.loadCaches();
+      await this.setUp();
       return this.formatNotices();
+    });
+  }
+
+  /** The schema statements and the caches: what `migrate()` and each reopen run. */
+  private async setUp(): Promise<void> {
+    for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
+    await this.migrateMessageHashes();
+    await this.writer.run(RECORD_DIGEST_FORM);
+    await this.loadCaches();
+  }
+
+  /**
+   * Called with every error a statement raised: a fatal one marks the store as faulted and starts
+   * reopening it (the caller's error still reaches the caller).
+   */
+  private noteError(error: unknown): void {
+    if (this.closed || this.fault !== undefined || !isFatalDuckDbError(error)) return;
+    const message = error instanceof Error ? error.message : String(error);
+    this.fault = { reason: message.split("\n")[0] ?? message, attempts: 0 };
+    this.scheduleReopen(0);
+  }
+
+  private scheduleReopen(delayMs: number): void {
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      void this.writes.run(() => this.reopenNow());
+    }, delayMs);
+    this.reopenTimer.unref();
+  }
+
+  /**
+   * Runs in the write queue, so no write runs meanwhile; waits for the reads, pings and deletes in
+   * progress (new ones fail at once while the store is faulted), then replaces the instance.
+   */
+  private async reopenNow(): Promise<void> {
+    const fault = this.fault;
+    if (this.closed || fault === undefined) return;
+    await Promise.all([this.reads.idle(), this.pings.idle(), this.maintenance.idle()]);
+    closeConnections(this.db);
+    try {
+      this.db = await this.reopen();
+      await this.setUp();
+      this.zoneOffsets.clear();
+      this.fault = undefined;
+      this.reopens += 1;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      fault.attempts += 1;
+      const backoff = Math.min(
+        STORE_REOPEN_BACKOFF_MAX_MS,
+        STORE_REOPEN_BACKOFF_MIN_MS * 2 ** Math.min(fault.attempts - 1, 16),
+      );
+      this.fault = {
+        reason: `reopening failed: ${message.split("\n")[0] ?? message}`,
+        attempts: fault.attempts,
+      };
+      if (!this.closed) this.scheduleReopen(backoff);
+    }
+  }
+
+  private faultError(reason: string): StoreFaultError {
+    return new StoreFaultError(`the DuckDB store is reopening its file after a fatal error (${reason})`);
+  }
+
+  /** Rejects while the store is faulted (StoreFaultError) or closed; otherwise runs `task` on `queue`. */
+  private guarded<T>(queue: SerialQueue, task: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    // At once while faulted: a write must not wait in the queue behind the reopen.
+    if (this.fault !== undefined) return Promise.reject(this.faultError(this.fault.reason));
+    return queue.run(async () => {
+      if (this.fault !== undefined) throw this.faultError(this.fault.reason);
+      try {
+        return await task();
+      } catch (error) {
+        this.noteError(error);
+        throw error;
+      }
     });
   }
 
@@ -227,16 +403,35 @@ class DuckDbStore implements Store {
    */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T> {
     return this.write(async () => {
-      if (this.optimisticClaims) {
-        try {
-          return await this.attempt(work, true);
-        } catch (error) {
-          if (!(error instanceof DigestConflict)) throw error;
-          this.optimisticClaims = false;
+      try {
+        if (this.optimisticClaims) {
+          try {
+            return await this.attempt(work, true);
+          } catch (error) {
+            if (!(error instanceof DigestConflict)) throw error;
+            this.optimisticClaims = false;
+          }
         }
+        return await this.attempt(work, false);
+      } catch (error) {
+        if (isOutOfMemory(error)) await this.releaseMemory();
+        throw error;
       }
-      return this.attempt(work, false);
     });
+  }
+
+  /**
+   * After a write ran out of memory: DuckDB keeps the versions of committed updates in memory until
+   * a checkpoint writes them to the file, so without one every later update of a large row fails
+   * too (the store would refuse writes until a restart). A checkpoint that fails for want of memory
+   * is left to the next write; a fatal one makes the store reopen (`guarded`).
+   */
+  private async releaseMemory(): Promise<void> {
+    try {
+      await this.writer.run("CHECKPOINT");
+    } catch (error) {
+      this.noteError(error);
+    }
   }
 
   private async attempt<T>(work: (tx: StoreTransaction) => Promise<T>, optimistic: boolean): Promise<T> {
@@ -272,15 +467,13 @@ class DuckDbStore implements Store {
   }
 
   ping(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
-    return this.pings.run(async () => {
+    return this.guarded(this.pings, async () => {
       await this.pinger.run("SELECT 1");
     });
   }
 
   deleteBefore(cutoff: EpochMs): Promise<{ samples: number; events: number }> {
-    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
-    return this.maintenance.run(async () => {
+    return this.guarded(this.maintenance, async () => {
       const values = { cutoff: timestampTz(cutoff) };
       const types = { cutoff: TIMESTAMPTZ };
       const samples = await this.maintainer.run("DELETE FROM samples WHERE ts < $cutoff", values, types);
@@ -307,23 +500,44 @@ class DuckDbStore implements Store {
     });
   }
 
+  /**
+   * Every entity, by id. One scan when the attributes fit in DuckDB's memory; once a scan has run
+   * out of it, entity by entity through the primary key from then on (a few milliseconds for an
+   * entity with the largest attributes allowed, bounded by one entity's memory), so the hub still
+   * starts and answers on a file whose attributes outgrew `memory_limit`.
+   */
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]> {
     const where = options.includeDeleted ? "" : "WHERE NOT is_deleted";
     return this.read(async () => {
-      const r = await this.reader.runAndReadAll(
-        `SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities ${where} ORDER BY id`,
-      );
-      return r.getRowsJS().map(entityRecord);
+      if (!this.entityByEntity) {
+        try {
+          const r = await this.reader.runAndReadAll(
+            `SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities ${where} ORDER BY id`,
+          );
+          return r.getRowsJS().map(entityRecord);
+        } catch (error) {
+          if (!isOutOfMemory(error)) throw error;
+          this.entityByEntity = true;
+        }
+      }
+      const ids = await this.reader.runAndReadAll(`SELECT id FROM entities ${where} ORDER BY id`);
+      const one = await this.reader.prepare(ENTITY_BY_ID_SQL);
+      try {
+        const records: EntityRecord[] = [];
+        for (const [id] of ids.getRowsJS()) {
+          const record = await readEntity(one, Number(id));
+          if (record !== undefined) records.push(record);
+        }
+        return records;
+      } finally {
+        one.destroySync();
+      }
     });
   }
 
   getEntity(id: EntityId): Promise<EntityRecord | undefined> {
     return this.read(async () => {
-      const r = await this.reader.runAndReadAll(
-        "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id = $id",
-        { id },
-        { id: INTEGER },
-      );
+      const r = await this.reader.runAndReadAll(ENTITY_BY_ID_SQL, [id], [INTEGER]);
       const row = r.getRowsJS()[0];
       return row === undefined ? undefined : entityRecord(row);
     });
@@ -431,13 +645,10 @@ class DuckDbStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.reopenTimer !== undefined) clearTimeout(this.reopenTimer);
     // Wait for queued work; the queues never reject.
     await Promise.all([this.writes.idle(), this.reads.idle(), this.pings.idle(), this.maintenance.idle()]);
-    this.writer.closeSync();
-    this.reader.closeSync();
-    this.pinger.closeSync();
-    this.maintainer.closeSync();
-    this.instance.closeSync();
+    closeConnections(this.db);
   }
 
   /**
@@ -460,13 +671,11 @@ class DuckDbStore implements Store {
   }
 
   private write<T>(task: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
-    return this.writes.run(task);
+    return this.guarded(this.writes, task);
   }
 
   private read<T>(task: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
-    return this.reads.run(task);
+    return this.guarded(this.reads, task);
   }
 
   /**
@@ -513,6 +722,15 @@ class DuckDbStore implements Store {
       this.sampleSpan.lastMs = Math.max(this.sampleSpan.lastMs, span.lastMs);
     }
   }
+}
+
+/** One entity by its primary key: an index lookup that reads that row only. */
+const ENTITY_BY_ID_SQL = "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id = $1";
+
+async function readEntity(statement: DuckDBPreparedStatement, id: number): Promise<EntityRecord | undefined> {
+  statement.bind([id], [INTEGER]);
+  const row = (await statement.runAndReadAll()).getRowsJS()[0];
+  return row === undefined ? undefined : entityRecord(row);
 }
 
 function entityRecord(row: JS[]): EntityRecord {
