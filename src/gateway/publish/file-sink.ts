@@ -3,7 +3,9 @@
  * NDJSON sink appends"). A batch is acknowledged once its lines are written and flushed to disk
  * (`fdatasync`). When a write fails part-way (disk full), the file is cut back to the end of the
  * last whole batch before the batch is tried again, so a retry never leaves half a line behind.
- * The file and its folder are created when missing, readable by their owner only.
+ * The file and its folder are created when missing, readable by their owner only. Batches are
+ * written one after another, in the order offered: the publisher keeps two in flight, and two
+ * writes at once would each open the file and cut back what the other had just written.
  */
 
 import type { FileHandle } from "node:fs/promises";
@@ -20,12 +22,20 @@ export class FileSink implements Sink {
   private handle: FileHandle | undefined;
   /** Size of the file after the last batch that was written whole; -1 until opened. */
   private goodSize = -1;
+  /** The write in progress: the next batch waits for it. */
+  private writing: Promise<void> = Promise.resolve();
 
   constructor(private readonly path: string) {
     this.name = `file:${path}`;
   }
 
-  async publish(batch: readonly Envelope[]): Promise<void> {
+  publish(batch: readonly Envelope[]): Promise<void> {
+    const write = this.writing.then(() => this.write(batch));
+    this.writing = write.catch(() => undefined);
+    return write;
+  }
+
+  private async write(batch: readonly Envelope[]): Promise<void> {
     const handle = await this.open();
     let text = "";
     for (const envelope of batch) text += `${JSON.stringify(envelope.message)}\n`;

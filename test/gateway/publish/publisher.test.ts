@@ -170,6 +170,21 @@ describe("Publisher", () => {
     );
     assert.equal(statSync(path).mode & 0o777, 0o600);
   });
+
+  test("an NDJSON target given two batches at once, on a file that holds lines, appends both in order", async () => {
+    const path = join(dir, "concurrent.ndjson");
+    writeFileSync(path, `${JSON.stringify(probe(0))}\n`);
+    const ids = new MessageIdSource("GW");
+    const file = new FileSink(path);
+    // Both before the file is open: each write must not cut back what the other wrote.
+    await Promise.all([file.publish(ids.wrap([probe(1)])), file.publish(ids.wrap([probe(2), probe(3)]))]);
+    await file.close();
+    const lines = readFileSync(path, "utf8").trim().split("\n");
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l)),
+      [probe(0), probe(1), probe(2), probe(3)],
+    );
+  });
 });
 
 describe("MemoryBus", () => {
