@@ -27,6 +27,7 @@ import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { loadServerTls, ServerTlsReloader } from "../http/server-tls.js";
+import { LimitRefusals, registerLimitRefusals } from "../limits/limit-refusals.js";
 import { type InProcessConnector, inProcessConnector } from "../link/in-process.js";
 import { LINK_PATH } from "../link/protocol.js";
 import { webSocketEnd } from "../link/websocket.js";
@@ -166,12 +167,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
     await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
   };
   const memory = new MemoryProtection("gateway", () => setup.gateway.memoryProtection);
+  // Probe frames refused at a limit of the setup's `limits` (DESIGN 5.4b), counted at /metrics.
+  const refusals = new LimitRefusals(log);
   const links = new LinkServer({
     setup: () => setup,
     hierarchy,
     publisher,
     memory,
     logger: log,
+    refusals,
     ...options.linkTuning,
   });
   // Both gateway.tls files set: the HTTP API and the probe link are HTTPS (wss) only; read before
@@ -239,6 +243,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     tap: () => ({ clients: taps.size, dropped: tapDropped }),
     memory,
   });
+  registerLimitRefusals(metrics, refusals);
   registerMetricsRoute(
     http,
     metrics,
