@@ -22,6 +22,7 @@ import {
   DEFAULT_REST_API_HTTPS_PORT,
   PROBE_BACKLOG_WAIT_MS,
   PROBE_MAX_DATAVIEWS_PER_SAMPLER,
+  PROBE_MAX_PARAM_LENGTH,
 } from "../config/defaults.js";
 import type { ProbeSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
@@ -164,7 +165,11 @@ export function buildProbe(options: ProbeOptions): Probe {
   // Self-metrics (issue 13): this probe's own registry, served at /metrics without a token.
   const metrics = createMetricsRegistry();
   const accepted: AcceptedTotals = { rows: 0, cells: 0, droppedRows: 0 };
-  const http = createHttpApp({ logger: log, metrics: { registry: metrics } });
+  const http = createHttpApp({
+    logger: log,
+    metrics: { registry: metrics },
+    maxParamLength: PROBE_MAX_PARAM_LENGTH,
+  });
 
   // Bodies are read raw whatever the Content-Type (DESIGN 3.2: curl's default must work; streams
   // pass bytes through untouched).
