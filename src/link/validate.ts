@@ -173,9 +173,10 @@ function parameters(value: unknown, path: string, bounds: FrameBounds): ProbePar
   const p = object(value, path, ["osType", "HostName", "Port", "OS", "Version"]);
   const { attributeValueBytes } = dataOf(bounds);
   const parameter = (item: unknown, name: string): string => {
-    const text = string(item, `${path}.${name}`);
-    withinBytes(text, `${path}.${name}`, "attributeValueBytes", attributeValueBytes);
-    return text;
+    // The byte limit first (counted); the code-unit cap only backs it.
+    if (typeof item === "string")
+      withinBytes(item, `${path}.${name}`, "attributeValueBytes", attributeValueBytes);
+    return string(item, `${path}.${name}`, Math.max(MAX_NAME_LENGTH, attributeValueBytes));
   };
   return {
     osType: parameter(p.osType, "osType"),
@@ -235,7 +236,8 @@ function headlines(value: unknown, path: string, bounds: FrameBounds): WireHeadl
   list.forEach((pair, i) => {
     const p = array(pair, `${path}[${i}]`, 2);
     if (p.length !== 2) fail(`${path}[${i}]`, "must be a [name, value] pair");
-    nameWithin(string(p[0], `${path}[${i}][0]`), `${path}[${i}][0]`, bounds);
+    if (typeof p[0] === "string") nameWithin(p[0], `${path}[${i}][0]`, bounds);
+    string(p[0], `${path}[${i}][0]`, Math.max(MAX_NAME_LENGTH, dataOf(bounds).nameBytes));
     withinBytes(
       string(p[1], `${path}[${i}][1]`, MAX_TEXT_LENGTH),
       `${path}[${i}][1]`,
@@ -417,7 +419,10 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
       return {
         type,
         version: integer(f.version, "hello.version", 0, SEQ_MAX),
-        probe: nameWithin(string(f.probe, "hello.probe"), "hello.probe", bounds),
+        probe: string(
+          typeof f.probe === "string" ? nameWithin(f.probe, "hello.probe", bounds) : f.probe,
+          "hello.probe",
+        ),
         parameters: parameters(f.parameters, "hello.parameters", bounds),
         coalesced: integer(f.coalesced, "hello.coalesced", 0, SEQ_MAX),
         resumed: boolean(f.resumed, "hello.resumed"),
