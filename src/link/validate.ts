@@ -7,9 +7,9 @@
  * in bytes of UTF-8: every name (address, column, headline, probe) `nameBytes` (a row name
  * DUPLICATE_SUFFIX_BYTES more, for `_duplicate<N>`), every cell and headline value `cellBytes`,
  * every probe parameter `attributeValueBytes`. A frame beyond one is a {@link LimitFrameError},
- * which names the limit so that the receiver counts it. They are absolute: unlike the cell length
- * and column count of the gateway section (LINK_MAX_CELL_LENGTH), a probe accepted nothing beyond
- * them under any setup with the same limits.
+ * which names the limit so that the receiver counts it. They are checked as the setup says, with
+ * no margin (unlike the gateway section's cell length and column count, see LINK_MAX_CELL_LENGTH):
+ * the gateway sends the same limits to its probes, which refuse such data where it enters.
  */
 
 import { LINK_MAX_CELL_LENGTH, LINK_MAX_COLUMNS } from "../config/defaults.js";

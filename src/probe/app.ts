@@ -180,6 +180,8 @@ export function buildProbe(options: ProbeOptions): Probe {
   // counted at /metrics (vigil_limit_refusals_total{entry="probe"}) and logged, rate-limited.
   const data = (): DataLimits => limits.data ?? DEFAULT_DATA_LIMITS;
   const refusals = new LimitRefusals(log);
+  // One object per setting of the limits, so a request allocates none.
+  let cachedBodyLimits: BodyLimits = { maxCellLength: 0, nameBytes: 0, cellBytes: 0, jsonDepth: 0 };
   const bodyLimits = (): BodyLimits => {
     const { nameBytes, cellBytes, jsonDepth } = data();
     if (
@@ -192,7 +194,6 @@ export function buildProbe(options: ProbeOptions): Probe {
     }
     return cachedBodyLimits;
   };
-  let cachedBodyLimits: BodyLimits = { maxCellLength: 0, nameBytes: 0, cellBytes: 0, jsonDepth: 0 };
   const checkNames = (params: IngestPathNames): void => checkPathNames(params, data().nameBytes);
 
   const dataviewLimits = (sampler: SamplerState) => ({
