@@ -101,6 +101,13 @@ const attacks: { name: string; limit: string; message: PublicV2Message | string 
     }),
   },
   {
+    name: "a probe OS type of 5,000 bytes",
+    limit: "attributeValueBytes",
+    message: table((m) => {
+      m.data.target.filter.osType = long(5000);
+    }),
+  },
+  {
     name: "a line nested 100,000 arrays deep",
     limit: "jsonDepth",
     message: `${"[".repeat(100_000)}${"]".repeat(100_000)}`,

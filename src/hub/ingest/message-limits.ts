@@ -1,8 +1,9 @@
 /**
  * The setup's `limits` (DESIGN 5.4b, docs/security.md "Limits") on a public-v2 message the hub
  * receives, from backfill or from any bus (the hub trusts no gateway): every name of its target
- * (gateway, probe, managed entity, sampler, type, dataview, column; a row `DUPLICATE_SUFFIX_BYTES`
- * more, for `_duplicate<N>`) and every column or headline name at most `nameBytes`; every cell,
+ * (gateway, probe, managed entity, sampler, type, dataview, column, plug-in; a row
+ * `DUPLICATE_SUFFIX_BYTES` more, for `_duplicate<N>`) and every column or headline name at most
+ * `nameBytes`; its `filter.osType` at most `attributeValueBytes`; every cell,
  * headline value and event text at most `cellBytes`; a managed entity at most
  * `attributesPerEntity` attributes, each named within `nameBytes` with a value within
  * `attributeValueBytes`, and a probe's parameters likewise. A message beyond one is rejected with the
@@ -31,6 +32,15 @@ export function messageBeyondLimits(message: PublicV2Message, limits: DataLimits
   }
   const row = nameBreach(target.row, "/data/target/row", limits.nameBytes + DUPLICATE_SUFFIX_BYTES);
   if (row !== undefined) return row;
+  const filter = target.filter as Readonly<Record<string, unknown>> | undefined;
+  if (filter !== undefined) {
+    // The probe's OS type is one of its parameters; the plug-in's name is a name.
+    const osType = filter.osType;
+    if (typeof osType === "string" && overBytes(osType, limits.attributeValueBytes))
+      return breach("attributeValueBytes", "/data/target/filter/osType", osType, limits.attributeValueBytes);
+    const plugin = nameBreach(filter.pluginName, "/data/target/filter/pluginName", limits.nameBytes);
+    if (plugin !== undefined) return plugin;
+  }
   switch (message.type) {
     case "table":
     case "headline":
