@@ -289,9 +289,14 @@ function plain(value: unknown): value is Json {
   );
 }
 
-/** Whether a string is at most `max` long. */
-function short(value: unknown, max: number): value is string {
-  return typeof value === "string" && value.length <= max;
+/**
+ * Whether `value` is a string at most `max` code units long and `bytes` bytes of UTF-8 long; one
+ * comparison for most (a string no longer than a third of `bytes` has at most `bytes` bytes).
+ */
+function nameOk(value: unknown, max: number, bytes: number): value is string {
+  if (typeof value !== "string") return false;
+  const length = value.length;
+  return length <= max && (length <= bytes / 3 || !overBytes(value, bytes));
 }
 
 /**
@@ -309,26 +314,26 @@ function plainRowChange(value: unknown, bounds: FrameBounds): Change | undefined
   const max = Math.max(bounds.maxCellLength, MAX_NAME_LENGTH);
   const { nameBytes, cellBytes } = dataOf(bounds);
   const { managedEntity, sampler, samplerType, dataview } = a;
-  if (!short(managedEntity, max) || !short(sampler, max) || !short(samplerType, max) || !short(dataview, max))
-    return undefined;
   if (
-    overBytes(managedEntity, nameBytes) ||
-    overBytes(sampler, nameBytes) ||
-    overBytes(samplerType, nameBytes) ||
-    overBytes(dataview, nameBytes)
+    !nameOk(managedEntity, max, nameBytes) ||
+    !nameOk(sampler, max, nameBytes) ||
+    !nameOk(samplerType, max, nameBytes) ||
+    !nameOk(dataview, max, nameBytes)
   )
     return undefined;
   const { at, name, cells: list, columns: names } = value;
   if (typeof at !== "number" || !Number.isInteger(at) || at < 0 || at > EPOCH_MS_MAX) return undefined;
-  if (!short(name, bounds.maxCellLength + 32) || overBytes(name, nameBytes + DUPLICATE_SUFFIX_BYTES))
-    return undefined;
+  if (!nameOk(name, bounds.maxCellLength + 32, nameBytes + DUPLICATE_SUFFIX_BYTES)) return undefined;
   const { maxColumns, maxCellLength } = bounds;
   if (!Array.isArray(list) || list.length > maxColumns) return undefined;
+  // A cell no longer than this is within both bounds at once (see nameOk).
+  const quick = Math.min(maxCellLength, cellBytes / 3);
   let count = 0;
   for (let i = 0; i < list.length; i += 1) {
     const cell: unknown = list[i];
     if (typeof cell === "string") {
-      if (cell.length > maxCellLength || overBytes(cell, cellBytes)) return undefined;
+      if (cell.length > quick && (cell.length > maxCellLength || overBytes(cell, cellBytes)))
+        return undefined;
       count += 1;
     } else if (typeof cell === "number" && Number.isInteger(cell) && cell >= 1 && cell <= maxColumns) {
       count += cell;
@@ -340,7 +345,7 @@ function plainRowChange(value: unknown, bounds: FrameBounds): Change | undefined
   if (!Array.isArray(names) || names.length > maxColumns) return undefined;
   for (let i = 0; i < names.length; i += 1) {
     const column: unknown = names[i];
-    if (!short(column, maxCellLength) || overBytes(column, nameBytes)) return undefined;
+    if (!nameOk(column, maxCellLength, nameBytes)) return undefined;
   }
   return {
     kind: "row",
