@@ -5,6 +5,8 @@
  * "committed, do not deliver again", rejected means "deliver again later".
  * Implementations: in-process (`memory-bus.ts`, what `vigil up` uses) and NATS JetStream (`nats/`).
  */
+import type { LimitName } from "../limits/limit-refusals.js";
+
 /**
  * One message as a consumer receives it: not trusted yet (the hub validates it). `id` is the
  * envelope id (`Nats-Msg-Id` on NATS), undefined when the message came without one; `parseError`
@@ -14,6 +16,11 @@ export interface Delivery {
   readonly id: string | undefined;
   readonly message: unknown;
   readonly parseError?: string;
+  /**
+   * Set with `parseError` when the text was not parsed because it is beyond a limit of the setup's
+   * `limits` (its nesting depth, `jsonDepth`): the hub rejects it naming the limit and counts it.
+   */
+  readonly limit?: LimitName;
 }
 
 /** Handles one batch; resolves once the batch is durable. A rejection means "deliver again". */

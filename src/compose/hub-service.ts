@@ -57,6 +57,7 @@ export async function startHubService(options: HubServiceOptions): Promise<Runni
       url: options.busUrl,
       ...natsNames(setup),
       logger: logger.child({ component: "hub" }),
+      jsonDepth: setup.limits.jsonDepth,
     });
   }
   const hub = await buildHub({

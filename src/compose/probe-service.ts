@@ -37,7 +37,9 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<P
   const probe = buildProbe({
     name,
     link: options.link,
-    ...(own === undefined || setup === undefined ? {} : { setup: own, limits: probeLimits(setup.gateway) }),
+    ...(own === undefined || setup === undefined
+      ? {}
+      : { setup: own, limits: probeLimits(setup.gateway, setup.limits) }),
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.secure === undefined ? {} : { secure: options.secure }),
     logger,
@@ -56,7 +58,7 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<P
         logger.warn({ probe: name }, "the reloaded setup no longer names this probe; keeping its setup");
         return;
       }
-      probe.updateSetup(mine, probeLimits(next.gateway));
+      probe.updateSetup(mine, probeLimits(next.gateway, next.limits));
     },
     // Secure mode's files are the seed's: a changed one needs a probe restart (secure-mode.ts).
     reloadCertificates: () => undefined,

@@ -291,6 +291,14 @@ export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 
  */
 export const LINK_MAX_COLUMNS = 65_536; // columns
 export const LINK_MAX_CELL_LENGTH = 1024 * 1024; // UTF-16 code units
+/**
+ * Longest path segment the probe's router matches (raw, percent-encoded): Node's default limit on
+ * a request's header fields (16 KiB), which bounds the request line anyway. The names in a path are
+ * then checked against the setup's `limits.nameBytes` (src/probe/ingest-limits.ts), so a name
+ * of 1,024 bytes (3,072 characters percent-encoded at most) is addressable; Fastify's default
+ * of 100 characters refused most of them.
+ */
+export const PROBE_MAX_PARAM_LENGTH = 16 * 1024; // characters
 /** Backfill requests handled at once; more get a 503 with Retry-After (each may hold 256 MiB). */
 export const MAX_CONCURRENT_BACKFILLS = 2;
 /** Time a probe waits for the WebSocket handshake before it gives up and retries. */

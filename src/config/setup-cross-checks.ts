@@ -5,11 +5,14 @@
  * naming a cell or a headline, regular expressions that compile, listeners on distinct ports,
  * at most one of a probe's `linkSecret` and `linkSecretFile` (the secrets themselves are checked
  * where they are read, `link-secret.ts`),
- * complete hub TLS and Kerberos settings (DESIGN 5.4), and text that is well-formed Unicode.
+ * complete hub TLS and Kerberos settings (DESIGN 5.4), text that is well-formed Unicode, and names
+ * and attributes within the setup's own `limits` (what the gateway publishes of them must pass the
+ * hub's check of the same limits, DESIGN 5.4b).
  *
  * The checks run on the raw data even when the schema failed, so one pass reports everything, and
  * therefore guard every access.
  */
+import { type DataLimits, DEFAULT_DATA_LIMITS, overBytes } from "../limits/data-limits.js";
 import { patternProblem } from "../text/pattern.js";
 import { loneSurrogateAt } from "../text/well-formed.js";
 import {
@@ -33,7 +36,87 @@ export function crossCheckIssues(data: unknown): RawIssue[] {
   checkRules(list(root.rules), issues);
   checkTls("gateway", isRecord(root.gateway) ? root.gateway.tls : undefined, issues);
   checkHub(isRecord(root.hub) ? root.hub : {}, issues);
+  checkLimits(root, issues);
   return issues;
+}
+
+/**
+ * The names and attributes the gateway publishes from the setup (gateway, probe, managed entity,
+ * sampler and type names, attributes, fkm keyword patterns, which name the rows of an fkm dataview)
+ * within the setup's `limits` (defaults where unset or invalid): the hub refuses a message beyond
+ * them, so the setup must not make one.
+ */
+function checkLimits(root: Record<string, unknown>, issues: RawIssue[]): void {
+  const given = isRecord(root.limits) ? root.limits : {};
+  const limit = (key: keyof DataLimits): number => {
+    const value = given[key];
+    return typeof value === "number" && Number.isInteger(value) && value >= 1
+      ? value
+      : DEFAULT_DATA_LIMITS[key];
+  };
+  const nameBytes = limit("nameBytes");
+  const name = (value: unknown, where: Segment[]) => {
+    if (typeof value === "string" && overBytes(value, nameBytes)) {
+      issues.push({
+        segments: where,
+        message: `${Buffer.byteLength(value)} bytes, more than limits.nameBytes (${nameBytes}); use a shorter name or raise limits.nameBytes`,
+      });
+    }
+  };
+  if (isRecord(root.gateway)) name(root.gateway.name, ["gateway", "name"]);
+  list(root.probes).forEach((probe, p) => {
+    if (!isRecord(probe)) return;
+    name(probe.name, ["probes", p, "name"]);
+    list(probe.managedEntities).forEach((entity, e) => {
+      if (!isRecord(entity)) return;
+      const at: Segment[] = ["probes", p, "managedEntities", e];
+      name(entity.name, [...at, "name"]);
+      checkAttributeLimits(entity.attributes, [...at, "attributes"], nameBytes, limit, issues);
+      list(entity.samplers).forEach((sampler, s) => {
+        if (!isRecord(sampler)) return;
+        const where: Segment[] = [...at, "samplers", s];
+        name(sampler.name, [...where, "name"]);
+        name(sampler.type, [...where, "type"]);
+        list(sampler.keywords).forEach((keyword, k) => {
+          if (isRecord(keyword)) name(keyword.pattern, [...where, "keywords", k, "pattern"]);
+        });
+      });
+    });
+  });
+}
+
+function checkAttributeLimits(
+  attributes: unknown,
+  at: Segment[],
+  nameBytes: number,
+  limit: (key: keyof DataLimits) => number,
+  issues: RawIssue[],
+): void {
+  if (!isRecord(attributes)) return;
+  const entries = Object.entries(attributes);
+  const most = limit("attributesPerEntity");
+  if (entries.length > most) {
+    issues.push({
+      segments: at,
+      message: `${entries.length} attributes, more than limits.attributesPerEntity (${most}); remove some or raise the limit`,
+    });
+  }
+  const valueBytes = limit("attributeValueBytes");
+  for (const [key, value] of entries) {
+    if (overBytes(key, nameBytes)) {
+      issues.push({
+        segments: [...at, key],
+        atKey: true,
+        message: `${Buffer.byteLength(key)} bytes, more than limits.nameBytes (${nameBytes}); use a shorter name or raise limits.nameBytes`,
+      });
+    }
+    if (typeof value === "string" && overBytes(value, valueBytes)) {
+      issues.push({
+        segments: [...at, key],
+        message: `${Buffer.byteLength(value)} bytes, more than limits.attributeValueBytes (${valueBytes}); shorten it or raise the limit`,
+      });
+    }
+  }
 }
 
 /**

@@ -26,6 +26,11 @@ export const ERRORS = {
     body: "The request body is larger than the limit of {limit} bytes.",
   },
   BAD_REQUEST: { status: 400, title: "Bad request", body: "{detail}" },
+  LIMIT_EXCEEDED: {
+    status: 400,
+    title: "Limit exceeded",
+    body: "{what}: {size}, more than limits.{limit} ({setting}) of the setup; send less or raise limits.{limit}.",
+  },
   INTERNAL: {
     status: 500,
     title: "Internal error",

@@ -30,6 +30,7 @@ import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { loadServerTls, ServerTlsReloader } from "../http/server-tls.js";
+import { LimitRefusals, registerLimitRefusals } from "../limits/limit-refusals.js";
 import { type InProcessConnector, inProcessConnector } from "../link/in-process.js";
 import { LINK_PATH } from "../link/protocol.js";
 import { webSocketEnd } from "../link/websocket.js";
@@ -199,12 +200,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
   };
   const memory = new MemoryProtection("gateway", () => setup.gateway.memoryProtection);
   const { maxUnauthenticated = LINK_MAX_UNAUTHENTICATED, ...linkTuning } = options.linkTuning ?? {};
+  // Probe frames refused at a limit of the setup's `limits` (DESIGN 5.4b), counted at /metrics.
+  const limitRefusals = new LimitRefusals(log);
   const links = new LinkServer({
     setup: () => setup,
     hierarchy,
     publisher,
     memory,
     logger: log,
+    limitRefusals,
     ...linkTuning,
   });
   const linkAuth = new LinkAuthenticator(setup.linkSecrets);
@@ -308,6 +312,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     tap: () => ({ clients: taps.size, dropped: tapDropped }),
     memory,
   });
+  registerLimitRefusals(metrics, limitRefusals);
   registerMetricsRoute(http, metrics);
   const tapLimit = options.tapMaxBufferedBytes ?? TAP_MAX_BUFFERED_BYTES;
   const tapMaxClients = options.tapMaxClients ?? TAP_MAX_CLIENTS;

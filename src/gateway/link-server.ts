@@ -26,6 +26,7 @@ import {
 } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
 import type { MemoryProtection } from "../http/memory-protection.js";
+import type { LimitRefusals } from "../limits/limit-refusals.js";
 import {
   CLOSE_GOING_AWAY,
   CLOSE_HEARTBEAT_TIMEOUT,
@@ -43,7 +44,13 @@ import {
   probeLimits,
 } from "../link/protocol.js";
 import type { LinkClose, LinkEnd } from "../link/transport.js";
-import { type FrameBounds, FrameError, frameBounds, parseProbeFrame } from "../link/validate.js";
+import {
+  type FrameBounds,
+  FrameError,
+  frameBounds,
+  LimitFrameError,
+  parseProbeFrame,
+} from "../link/validate.js";
 import type { PublicV2Message } from "../messages/types.js";
 import type { Hierarchy } from "./hierarchy.js";
 import { type LinkRefusalReason, LinkRefusals } from "./link-refusals.js";
@@ -82,6 +89,8 @@ export interface LinkServerOptions {
   readonly helloTimeoutMs?: number;
   /** Where refusals are counted and logged; default one of its own. */
   readonly refusals?: LinkRefusals;
+  /** Counts frames refused at a limit of the setup's `limits` (the gateway's /metrics). */
+  readonly limitRefusals?: LimitRefusals;
 }
 
 /** One link on the status page (`GET /v1/status`). */
@@ -146,7 +155,8 @@ export class LinkServer {
     this.maxBatchChanges = options.maxBatchChanges ?? LINK_BATCH_CHANGES;
     this.helloTimeoutMs = options.helloTimeoutMs ?? LINK_HELLO_TIMEOUT_MS;
     this.refusals = options.refusals ?? new LinkRefusals(this.log);
-    this.bounds = frameBounds(probeLimits(options.setup().gateway), this.maxBatchChanges);
+    const setup = options.setup();
+    this.bounds = frameBounds(probeLimits(setup.gateway, setup.limits), this.maxBatchChanges);
   }
 
   /**
@@ -214,8 +224,8 @@ export class LinkServer {
    * no longer in the setup are refused (`UNKNOWN_PROBE`) and closed.
    */
   updateSetup(before: Setup, after: Setup): void {
-    const limitsBefore = JSON.stringify(probeLimits(before.gateway));
-    const limits = probeLimits(after.gateway);
+    const limitsBefore = JSON.stringify(probeLimits(before.gateway, before.limits));
+    const limits = probeLimits(after.gateway, after.limits);
     const limitsChanged = JSON.stringify(limits) !== limitsBefore;
     this.bounds = frameBounds(limits, this.maxBatchChanges);
     for (const [probe, session] of this.byProbe) {
@@ -293,6 +303,8 @@ export class LinkServer {
       frame = parseProbeFrame(value, this.bounds);
     } catch (error) {
       if (!(error instanceof FrameError)) throw error;
+      if (error instanceof LimitFrameError)
+        this.options.limitRefusals?.refused("link", error.limit, error.message);
       this.protocolError(session, error.message);
       return;
     }
@@ -365,7 +377,7 @@ export class LinkServer {
       version: LINK_PROTOCOL_VERSION,
       gateway: this.options.setup().gateway.name,
       setup: probeSetup,
-      limits: probeLimits(this.options.setup().gateway),
+      limits: probeLimits(this.options.setup().gateway, this.options.setup().limits),
       credit: this.credit,
       maxBatchChanges: this.maxBatchChanges,
       heartbeatMs: this.heartbeatMs,

@@ -34,6 +34,11 @@ export interface HttpAppOptions {
    * (`vigil_http_request_duration_seconds`, src/metrics/http-metrics.ts). Without it, no timing.
    */
   readonly metrics?: { readonly registry: Registry; readonly options?: HttpMetricsOptions };
+  /**
+   * Longest path parameter (its raw, percent-encoded text) the router matches; default Fastify's
+   * 100 characters. Longer ones are a 400 (FST_ERR_MAX_PARAM_LENGTH).
+   */
+  readonly maxParamLength?: number;
 }
 
 /** What bounds slow, idle and greedy clients (issue 10). */
@@ -63,6 +68,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT_BYTES,
+    ...(options.maxParamLength === undefined ? {} : { maxParamLength: options.maxParamLength }),
     // Nesting and size limits for JSON bodies are enforced by the body limit and by the parsers
     // of each API; prototype poisoning is refused outright.
     onProtoPoisoning: "error",

@@ -24,6 +24,7 @@ import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
 import { loadServerTls, ServerTlsReloader } from "../http/server-tls.js";
+import { LimitRefusals, registerLimitRefusals } from "../limits/limit-refusals.js";
 import { registerMetricsRoute } from "../metrics/metrics-route.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { registerAuth } from "./auth/auth.js";
@@ -145,7 +146,10 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const ingester = new Ingester(store, log, {
     maxEntities: setup.hub.maxEntities,
     onCommit: observers.observeCommit,
+    limits: setup.limits,
   });
+  // Messages refused at a limit of the setup's `limits` (DESIGN 5.4b), from backfill and the bus.
+  const refusals = new LimitRefusals(log);
   const retention = new Retention(store, setup.hub.retentionDays, log);
   const deadLetters = new DeadLetterFile(join(options.dataDir, DEAD_LETTER_FILE), log);
   // Past its memory threshold the hub takes no new backfill (503). Consumed batches are not refused:
@@ -162,6 +166,8 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
         return { reason: r.reason, id: delivery.id, message: delivery.message };
       }),
     );
+    // Counted once dead-lettered (a batch whose letters cannot be written comes again).
+    for (const r of result.rejected) if (r.limit !== undefined) refusals.refused("bus", r.limit, r.reason);
   };
 
   // Authentication first, so its bearer check covers every route registered after it (DESIGN 5.4).
@@ -191,6 +197,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
     ...(consumer === undefined ? {} : { consumer: () => consumer.status() }),
     memory,
   });
+  registerLimitRefusals(metrics, refusals);
   // With security enabled, a scrape needs a bearer token with `read` (auth.ts covers the path).
   registerMetricsRoute(http, metrics);
   const columnSchema = columnSchemaLookup(setup);
@@ -198,7 +205,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   registerMetricRoutes(http, store, columnSchema);
   registerEventRoutes(http, store);
   resource(http, "/v0/openapi.json", { GET: async () => HUB_OPENAPI });
-  await registerMessageRoutes(http, ingester, memory);
+  await registerMessageRoutes(http, ingester, memory, { refusals });
   // The web console at `/` (issue 11); its actions go to the gateway through the hub.
   const gatewayUrl = defaultGatewayUrl(setup);
   await registerConsole(http, {

@@ -41,3 +41,10 @@ export function overBytes(text: string, limit: number): boolean {
   if (text.length > limit) return true; // at least 1 byte per code unit
   return Buffer.byteLength(text, "utf8") > limit;
 }
+
+/**
+ * Bytes a published row name may have beyond `nameBytes`: the row name a client sends is a name,
+ * and a duplicate is published as `<name>_duplicate<N>` (DESIGN 3.3), so whatever carries
+ * published names on (the link, the bus, backfill) allows this much more for a row.
+ */
+export const DUPLICATE_SUFFIX_BYTES = 32; // bytes: "_duplicate" and up to 22 digits

@@ -2,8 +2,11 @@
  * The nesting depth of untrusted JSON, measured on its bytes before it is parsed into objects
  * (docs/security.md, "Limits"): `JSON.parse` of a deeply nested text builds the whole tree (and a
  * deep one can exhaust the stack of whatever walks it next), so every body and frame is scanned
- * first and refused past the limit. The scan skips strings with `indexOf` (native), so it costs a
- * small fraction of the parse; it does not validate the JSON — the parse that follows does.
+ * first and refused past the limit. A text with at most `limit` opening brackets in all (counted
+ * with the native `indexOf`, strings included) cannot nest deeper and needs no scan — most texts,
+ * such as every public-v2 message (at a fifth of the parse's cost, measured on table messages).
+ * Otherwise the scan skips strings with `indexOf`; it does not validate the JSON — the parse that
+ * follows does.
  */
 
 const QUOTE = 0x22; // "
@@ -22,6 +25,7 @@ export function jsonTooDeep(bytes: Uint8Array, limit: number): boolean {
   let depth = 0;
   const length = bytes.length;
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, length);
+  if (atMostOpeners(buffer, limit)) return false;
   for (let i = 0; i < length; i++) {
     const byte = buffer[i];
     if (byte === QUOTE) {
@@ -42,6 +46,7 @@ export function jsonTooDeep(bytes: Uint8Array, limit: number): boolean {
 export function jsonTextTooDeep(text: string, limit: number): boolean {
   let depth = 0;
   const length = text.length;
+  if (atMostOpeners(text, limit)) return false;
   for (let i = 0; i < length; i++) {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
@@ -56,6 +61,27 @@ export function jsonTextTooDeep(text: string, limit: number): boolean {
     }
   }
   return false;
+}
+
+/** Whether `text` holds at most `limit` opening brackets (`[` and `{`, inside strings too). */
+function atMostOpeners(text: Buffer | string, limit: number): boolean {
+  if (typeof text === "string") return textCount(text, "[", limit) + textCount(text, "{", limit) <= limit;
+  return byteCount(text, OPEN_ARRAY, limit) + byteCount(text, OPEN_OBJECT, limit) <= limit;
+}
+
+/** How often `what` occurs in `text`, counted up to `limit` + 1. */
+function textCount(text: string, what: string, limit: number): number {
+  let count = 0;
+  for (let at = text.indexOf(what); at !== -1 && count <= limit; at = text.indexOf(what, at + 1)) count += 1;
+  return count;
+}
+
+/** How often the byte `what` occurs in `bytes`, counted up to `limit` + 1. */
+function byteCount(bytes: Buffer, what: number, limit: number): number {
+  let count = 0;
+  for (let at = bytes.indexOf(what); at !== -1 && count <= limit; at = bytes.indexOf(what, at + 1))
+    count += 1;
+  return count;
 }
 
 /** Index of the quote that closes the string whose text starts at `from` (or the end). */

@@ -20,6 +20,7 @@
  */
 
 import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
+import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
 
 /** Version of this protocol; a probe and a gateway must agree exactly (a mismatch is refused). */
@@ -123,14 +124,23 @@ export interface ProbeLimits {
   readonly maxColumnsPerDataview: number;
   /** UTF-16 code units. */
   readonly maxCellLength: number;
+  /**
+   * The setup's `limits` section (DESIGN 5.4b), which the probe applies where data enters; absent
+   * (a caller that builds limits by hand), the defaults.
+   */
+  readonly data?: DataLimits;
 }
 
-/** The limits a gateway's setup gives its probes. */
-export function probeLimits(gateway: GatewaySetup): ProbeLimits {
+/**
+ * The limits a gateway's setup gives its probes: its gateway section's, and its `limits` section
+ * (`data`; DEFAULT_DATA_LIMITS unless given).
+ */
+export function probeLimits(gateway: GatewaySetup, data: DataLimits = DEFAULT_DATA_LIMITS): ProbeLimits {
   return {
     customDataviewMaxRows: gateway.customDataviewMaxRows,
     maxColumnsPerDataview: gateway.maxColumnsPerDataview,
     maxCellLength: gateway.maxCellLength,
+    data,
   };
 }
 

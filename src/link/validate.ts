@@ -2,6 +2,14 @@
  * Validation of every frame received on the probe link (DESIGN 1 "probe link"): shape, types and
  * bounds, before anything reads it. A frame that fails is a protocol error: the receiver logs the
  * reason and closes the link; nothing here throws anything but {@link FrameError}.
+ *
+ * The setup's `limits` (DESIGN 5.4b, docs/security.md "Limits") bound what a probe's frames carry,
+ * in bytes of UTF-8: every name (address, column, headline, probe) `nameBytes` (a row name
+ * DUPLICATE_SUFFIX_BYTES more, for `_duplicate<N>`), every cell and headline value `cellBytes`,
+ * every probe parameter `attributeValueBytes`. A frame beyond one is a {@link LimitFrameError},
+ * which names the limit so that the receiver counts it. They are checked as the setup says, with
+ * no margin (unlike the gateway section's cell length and column count, see LINK_MAX_CELL_LENGTH):
+ * the gateway sends the same limits to its probes, which refuse such data where it enters.
  */
 
 import { LINK_MAX_CELL_LENGTH, LINK_MAX_COLUMNS } from "../config/defaults.js";
@@ -13,6 +21,13 @@ import type {
   RestApiSampler,
   SamplerSetup,
 } from "../config/setup.js";
+import {
+  type DataLimits,
+  DEFAULT_DATA_LIMITS,
+  DUPLICATE_SUFFIX_BYTES,
+  overBytes,
+} from "../limits/data-limits.js";
+import { type LimitName, limitReason } from "../limits/limit-refusals.js";
 import { SEVERITIES, type Severity } from "../messages/types.js";
 import {
   type Change,
@@ -31,7 +46,18 @@ import {
 
 /** A frame that breaks the protocol; `message` names where (`changes[3].cells[2]`) and why. */
 export class FrameError extends Error {
-  override readonly name = "FrameError";
+  override readonly name: string = "FrameError";
+}
+
+/** A frame that carries a name or value beyond one of the setup's `limits`. */
+export class LimitFrameError extends FrameError {
+  override readonly name = "LimitFrameError";
+  constructor(
+    readonly limit: LimitName,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** Bounds a frame is checked against (what the receiving side allows). */
@@ -42,15 +68,36 @@ export interface FrameBounds {
   readonly maxColumns: number;
   /** Longest cell, column name, dataview or row name. */
   readonly maxCellLength: number;
+  /** The setup's `limits` (names, cells, parameters in bytes); absent, DEFAULT_DATA_LIMITS. */
+  readonly data?: DataLimits;
 }
 
-/** The bounds a gateway checks probe frames against: its limits, or the link's caps if larger. */
+/**
+ * The bounds a gateway checks probe frames against: its gateway section's limits, or the link's
+ * caps if larger, and the setup's `limits` as they are.
+ */
 export function frameBounds(limits: ProbeLimits, maxBatchChanges: number): FrameBounds {
   return {
     maxBatchChanges,
     maxColumns: Math.max(limits.maxColumnsPerDataview, LINK_MAX_COLUMNS),
     maxCellLength: Math.max(limits.maxCellLength, LINK_MAX_CELL_LENGTH),
+    data: limits.data ?? DEFAULT_DATA_LIMITS,
   };
+}
+
+const dataOf = (bounds: FrameBounds): DataLimits => bounds.data ?? DEFAULT_DATA_LIMITS;
+
+/** Refuses `text` at `path` when it is longer than `setting` bytes, naming `limit`. */
+function withinBytes(text: string, path: string, limit: LimitName, setting: number): void {
+  if (overBytes(text, setting)) {
+    throw new LimitFrameError(limit, limitReason(limit, path, Buffer.byteLength(text), setting));
+  }
+}
+
+/** A name (address, column, headline, probe) within `limits.nameBytes`. */
+function nameWithin(text: string, path: string, bounds: FrameBounds, extra = 0): string {
+  withinBytes(text, path, "nameBytes", dataOf(bounds).nameBytes + extra);
+  return text;
 }
 
 // Bounds on names that are not cells (names from the setup or the probe's own identity).
@@ -122,36 +169,47 @@ function stringRecord(value: unknown, path: string): Readonly<Record<string, str
 
 const EPOCH_MS_MAX = 8.64e15; // the largest JavaScript Date
 
-function parameters(value: unknown, path: string): ProbeParameters {
+function parameters(value: unknown, path: string, bounds: FrameBounds): ProbeParameters {
   const p = object(value, path, ["osType", "HostName", "Port", "OS", "Version"]);
+  const { attributeValueBytes } = dataOf(bounds);
+  const parameter = (item: unknown, name: string): string => {
+    // The byte limit first (counted); the code-unit cap only backs it.
+    if (typeof item === "string")
+      withinBytes(item, `${path}.${name}`, "attributeValueBytes", attributeValueBytes);
+    return string(item, `${path}.${name}`, Math.max(MAX_NAME_LENGTH, attributeValueBytes));
+  };
   return {
-    osType: string(p.osType, `${path}.osType`),
-    HostName: string(p.HostName, `${path}.HostName`),
-    Port: string(p.Port, `${path}.Port`),
-    OS: string(p.OS, `${path}.OS`),
-    Version: string(p.Version, `${path}.Version`),
+    osType: parameter(p.osType, "osType"),
+    HostName: parameter(p.HostName, "HostName"),
+    Port: parameter(p.Port, "Port"),
+    OS: parameter(p.OS, "OS"),
+    Version: parameter(p.Version, "Version"),
   };
 }
 
 function address(value: unknown, path: string, bounds: FrameBounds): DataviewAddress {
   const a = object(value, path, ["managedEntity", "sampler", "samplerType", "dataview"]);
   const max = Math.max(bounds.maxCellLength, MAX_NAME_LENGTH);
+  const name = (item: unknown, field: string): string =>
+    nameWithin(string(item, `${path}.${field}`, max), `${path}.${field}`, bounds);
   return {
-    managedEntity: string(a.managedEntity, `${path}.managedEntity`, max),
-    sampler: string(a.sampler, `${path}.sampler`, max),
-    samplerType: string(a.samplerType, `${path}.samplerType`, max),
-    dataview: string(a.dataview, `${path}.dataview`, max),
+    managedEntity: name(a.managedEntity, "managedEntity"),
+    sampler: name(a.sampler, "sampler"),
+    samplerType: name(a.samplerType, "samplerType"),
+    dataview: name(a.dataview, "dataview"),
   };
 }
 
 function cells(value: unknown, path: string, bounds: FrameBounds): WireCells {
   const { maxColumns, maxCellLength } = bounds;
+  const { cellBytes } = dataOf(bounds);
   const list = array(value, path, maxColumns);
   let count = 0;
   for (let i = 0; i < list.length; i += 1) {
     const cell = list[i];
     if (typeof cell === "string") {
       if (cell.length > maxCellLength) fail(`${path}[${i}]`, `longer than ${maxCellLength} characters`);
+      withinBytes(cell, `${path}[${i}]`, "cellBytes", cellBytes);
       count += 1;
     } else count += integer(cell, `${path}[${i}]`, 1, maxColumns);
     if (count > maxColumns) fail(path, `spells out more than ${maxColumns} cells`);
@@ -162,23 +220,30 @@ function cells(value: unknown, path: string, bounds: FrameBounds): WireCells {
 function columns(value: unknown, path: string, bounds: FrameBounds): readonly string[] {
   const list = array(value, path, bounds.maxColumns);
   list.forEach((column, i) => {
-    string(column, `${path}[${i}]`, bounds.maxCellLength);
+    nameWithin(string(column, `${path}[${i}]`, bounds.maxCellLength), `${path}[${i}]`, bounds);
   });
   return list as readonly string[];
 }
 
 function rowName(value: unknown, path: string, bounds: FrameBounds): string {
   // A published name is the first cell plus at most `_duplicate<N>`.
-  return string(value, path, bounds.maxCellLength + 32);
+  return nameWithin(string(value, path, bounds.maxCellLength + 32), path, bounds, DUPLICATE_SUFFIX_BYTES);
 }
 
-function headlines(value: unknown, path: string): WireHeadlines {
+function headlines(value: unknown, path: string, bounds: FrameBounds): WireHeadlines {
   const list = array(value, path, 64);
+  const { cellBytes } = dataOf(bounds);
   list.forEach((pair, i) => {
     const p = array(pair, `${path}[${i}]`, 2);
     if (p.length !== 2) fail(`${path}[${i}]`, "must be a [name, value] pair");
-    string(p[0], `${path}[${i}][0]`);
-    string(p[1], `${path}[${i}][1]`, MAX_TEXT_LENGTH);
+    if (typeof p[0] === "string") nameWithin(p[0], `${path}[${i}][0]`, bounds);
+    string(p[0], `${path}[${i}][0]`, Math.max(MAX_NAME_LENGTH, dataOf(bounds).nameBytes));
+    withinBytes(
+      string(p[1], `${path}[${i}][1]`, MAX_TEXT_LENGTH),
+      `${path}[${i}][1]`,
+      "cellBytes",
+      cellBytes,
+    );
   });
   return list as WireHeadlines;
 }
@@ -189,7 +254,7 @@ function severities(value: unknown, path: string, bounds: FrameBounds): WireSeve
   list.forEach((pair, i) => {
     const p = array(pair, `${path}[${i}]`, 2);
     if (p.length !== 2) fail(`${path}[${i}]`, "must be a [column, severity] pair");
-    string(p[0], `${path}[${i}][0]`, bounds.maxCellLength);
+    nameWithin(string(p[0], `${path}[${i}][0]`, bounds.maxCellLength), `${path}[${i}][0]`, bounds);
     if (!SEVERITIES.includes(p[1] as Severity)) {
       fail(`${path}[${i}][1]`, `must be one of ${SEVERITIES.join(", ")}`);
     }
@@ -224,9 +289,14 @@ function plain(value: unknown): value is Json {
   );
 }
 
-/** Whether a string is at most `max` long. */
-function short(value: unknown, max: number): value is string {
-  return typeof value === "string" && value.length <= max;
+/**
+ * Whether `value` is a string at most `max` code units long and `bytes` bytes of UTF-8 long; one
+ * comparison for most (a string no longer than a third of `bytes` has at most `bytes` bytes).
+ */
+function nameOk(value: unknown, max: number, bytes: number): value is string {
+  if (typeof value !== "string") return false;
+  const length = value.length;
+  return length <= max && (length <= bytes / 3 || !overBytes(value, bytes));
 }
 
 /**
@@ -242,19 +312,28 @@ function plainRowChange(value: unknown, bounds: FrameBounds): Change | undefined
   if (!plain(a)) return undefined;
   for (const key in a) if (!ADDRESS_KEYS.has(key)) return undefined;
   const max = Math.max(bounds.maxCellLength, MAX_NAME_LENGTH);
+  const { nameBytes, cellBytes } = dataOf(bounds);
   const { managedEntity, sampler, samplerType, dataview } = a;
-  if (!short(managedEntity, max) || !short(sampler, max) || !short(samplerType, max) || !short(dataview, max))
+  if (
+    !nameOk(managedEntity, max, nameBytes) ||
+    !nameOk(sampler, max, nameBytes) ||
+    !nameOk(samplerType, max, nameBytes) ||
+    !nameOk(dataview, max, nameBytes)
+  )
     return undefined;
   const { at, name, cells: list, columns: names } = value;
   if (typeof at !== "number" || !Number.isInteger(at) || at < 0 || at > EPOCH_MS_MAX) return undefined;
-  if (!short(name, bounds.maxCellLength + 32)) return undefined;
+  if (!nameOk(name, bounds.maxCellLength + 32, nameBytes + DUPLICATE_SUFFIX_BYTES)) return undefined;
   const { maxColumns, maxCellLength } = bounds;
   if (!Array.isArray(list) || list.length > maxColumns) return undefined;
+  // A cell no longer than this is within both bounds at once (see nameOk).
+  const quick = Math.min(maxCellLength, cellBytes / 3);
   let count = 0;
   for (let i = 0; i < list.length; i += 1) {
     const cell: unknown = list[i];
     if (typeof cell === "string") {
-      if (cell.length > maxCellLength) return undefined;
+      if (cell.length > quick && (cell.length > maxCellLength || overBytes(cell, cellBytes)))
+        return undefined;
       count += 1;
     } else if (typeof cell === "number" && Number.isInteger(cell) && cell >= 1 && cell <= maxColumns) {
       count += cell;
@@ -264,7 +343,10 @@ function plainRowChange(value: unknown, bounds: FrameBounds): Change | undefined
   const address: DataviewAddress = { managedEntity, sampler, samplerType, dataview };
   if (names === undefined) return { kind: "row", dataview: address, at, name, cells: list as WireCells };
   if (!Array.isArray(names) || names.length > maxColumns) return undefined;
-  for (let i = 0; i < names.length; i += 1) if (!short(names[i], maxCellLength)) return undefined;
+  for (let i = 0; i < names.length; i += 1) {
+    const column: unknown = names[i];
+    if (!nameOk(column, maxCellLength, nameBytes)) return undefined;
+  }
   return {
     kind: "row",
     dataview: address,
@@ -311,7 +393,7 @@ function change(value: unknown, path: string, bounds: FrameBounds): Change {
         plugin: string(c.plugin, `${path}.plugin`),
         columns: columns(c.columns, `${path}.columns`, bounds),
         rows: rows.map((r, i) => row(r, `${path}.rows[${i}]`, bounds)),
-        headlines: headlines(c.headlines, `${path}.headlines`),
+        headlines: headlines(c.headlines, `${path}.headlines`, bounds),
       };
     }
     case "dataviewDelete": {
@@ -320,7 +402,7 @@ function change(value: unknown, path: string, bounds: FrameBounds): Change {
     }
     case "headlines": {
       const c = object(value, path, ["kind", "dataview", "at", "headlines"]);
-      return { kind, ...common(c), headlines: headlines(c.headlines, `${path}.headlines`) };
+      return { kind, ...common(c), headlines: headlines(c.headlines, `${path}.headlines`, bounds) };
     }
     default:
       return fail(`${path}.kind`, `unknown change kind ${JSON.stringify(kind)?.slice(0, 64)}`);
@@ -342,8 +424,11 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
       return {
         type,
         version: integer(f.version, "hello.version", 0, SEQ_MAX),
-        probe: string(f.probe, "hello.probe"),
-        parameters: parameters(f.parameters, "hello.parameters"),
+        probe: string(
+          typeof f.probe === "string" ? nameWithin(f.probe, "hello.probe", bounds) : f.probe,
+          "hello.probe",
+        ),
+        parameters: parameters(f.parameters, "hello.parameters", bounds),
         coalesced: integer(f.coalesced, "hello.coalesced", 0, SEQ_MAX),
         resumed: boolean(f.resumed, "hello.resumed"),
       };
@@ -353,7 +438,7 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
       return {
         type,
         seq: integer(f.seq, "parameters.seq", 1, SEQ_MAX),
-        parameters: parameters(f.parameters, "parameters.parameters"),
+        parameters: parameters(f.parameters, "parameters.parameters", bounds),
       };
     }
     case "state": {
@@ -511,13 +596,25 @@ export function parseProbeSetup(value: unknown, path: string): ProbeSetup {
   };
 }
 
+const DATA_LIMIT_KEYS = Object.keys(DEFAULT_DATA_LIMITS) as (keyof DataLimits)[];
+
 function limits(value: unknown, path: string): ProbeLimits {
-  const l = object(value, path, ["customDataviewMaxRows", "maxColumnsPerDataview", "maxCellLength"]);
-  return {
+  const l = object(
+    value,
+    path,
+    ["customDataviewMaxRows", "maxColumnsPerDataview", "maxCellLength"],
+    ["data"],
+  );
+  const out: ProbeLimits = {
     customDataviewMaxRows: integer(l.customDataviewMaxRows, `${path}.customDataviewMaxRows`, 0, SEQ_MAX),
     maxColumnsPerDataview: integer(l.maxColumnsPerDataview, `${path}.maxColumnsPerDataview`, 1, SEQ_MAX),
     maxCellLength: integer(l.maxCellLength, `${path}.maxCellLength`, 1, SEQ_MAX),
   };
+  if (l.data === undefined) return out;
+  const d = object(l.data, `${path}.data`, DATA_LIMIT_KEYS);
+  const data = Object.create(null) as Record<keyof DataLimits, number>;
+  for (const key of DATA_LIMIT_KEYS) data[key] = integer(d[key], `${path}.data.${key}`, 1, 2 ** 31 - 1);
+  return { ...out, data: { ...data } };
 }
 
 /** Validates a frame a probe received from its gateway. */

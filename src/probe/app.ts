@@ -22,12 +22,15 @@ import {
   DEFAULT_REST_API_HTTPS_PORT,
   PROBE_BACKLOG_WAIT_MS,
   PROBE_MAX_DATAVIEWS_PER_SAMPLER,
+  PROBE_MAX_PARAM_LENGTH,
 } from "../config/defaults.js";
 import type { ProbeSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
+import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
+import { type LimitName, LimitRefusals, registerLimitRefusals } from "../limits/limit-refusals.js";
 import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
 import { registerMetricsRoute } from "../metrics/metrics-route.js";
@@ -36,7 +39,8 @@ import { VIGIL_VERSION } from "../version.js";
 import { DataviewModel, type DataviewSnapshot, type RowCells } from "./dataview-model.js";
 import type { FkmView } from "./fkm/fkm-sampler.js";
 import type { SampleScheduler } from "./fkm/sample-scheduler.js";
-import { parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
+import { type BodyLimits, parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
+import { checkPathNames, type IngestPathNames } from "./ingest-limits.js";
 import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
 import { type AcceptedTotals, registerProbeMetrics } from "./probe-metrics.js";
 import { SamplerRegistry, type SamplerState } from "./sampler-registry.js";
@@ -63,6 +67,7 @@ export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
   customDataviewMaxRows: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
   maxColumnsPerDataview: DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
   maxCellLength: DEFAULT_MAX_CELL_LENGTH,
+  data: DEFAULT_DATA_LIMITS,
 };
 
 /** Tuning of the probe's side of the link; the defaults come from `src/config/defaults.ts`. */
@@ -160,17 +165,42 @@ export function buildProbe(options: ProbeOptions): Probe {
   // Self-metrics (issue 13): this probe's own registry, served at /metrics without a token.
   const metrics = createMetricsRegistry();
   const accepted: AcceptedTotals = { rows: 0, cells: 0, droppedRows: 0 };
-  const http = createHttpApp({ logger: log, metrics: { registry: metrics } });
+  const http = createHttpApp({
+    logger: log,
+    metrics: { registry: metrics },
+    maxParamLength: PROBE_MAX_PARAM_LENGTH,
+  });
 
   // Bodies are read raw whatever the Content-Type (DESIGN 3.2: curl's default must work; streams
   // pass bytes through untouched).
   http.removeAllContentTypeParsers();
   http.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
 
+  // The setup's `limits` (DESIGN 5.4b), as the gateway (or `--config`) gave them; each refusal is
+  // counted at /metrics (vigil_limit_refusals_total{entry="probe"}) and logged, rate-limited.
+  const data = (): DataLimits => limits.data ?? DEFAULT_DATA_LIMITS;
+  const refusals = new LimitRefusals(log);
+  // One object per setting of the limits, so a request allocates none.
+  let cachedBodyLimits: BodyLimits = { maxCellLength: 0, nameBytes: 0, cellBytes: 0, jsonDepth: 0 };
+  const bodyLimits = (): BodyLimits => {
+    const { nameBytes, cellBytes, jsonDepth } = data();
+    if (
+      cachedBodyLimits.maxCellLength !== limits.maxCellLength ||
+      cachedBodyLimits.nameBytes !== nameBytes ||
+      cachedBodyLimits.cellBytes !== cellBytes ||
+      cachedBodyLimits.jsonDepth !== jsonDepth
+    ) {
+      cachedBodyLimits = { maxCellLength: limits.maxCellLength, nameBytes, cellBytes, jsonDepth };
+    }
+    return cachedBodyLimits;
+  };
+  const checkNames = (params: IngestPathNames): void => checkPathNames(params, data().nameBytes);
+
   const dataviewLimits = (sampler: SamplerState) => ({
     rowLimit: limits.customDataviewMaxRows > 0 ? limits.customDataviewMaxRows : sampler.setup.rowLimit,
     maxColumns: limits.maxColumnsPerDataview,
     maxCellLength: limits.maxCellLength,
+    nameBytes: data().nameBytes,
   });
 
   const addressOf = (sampler: SamplerState, dataview: string): DataviewAddress => ({
@@ -284,6 +314,7 @@ export function buildProbe(options: ProbeOptions): Probe {
 
   const target = (request: FastifyRequest): { sampler: SamplerState; params: DataviewParams } => {
     const params = request.params as DataviewParams;
+    checkNames(params);
     if (params.dataview === STREAMS_DATAVIEW) throw new VigilError("RESERVED_DATAVIEW");
     // `…/dataview/` and `…/row/` route here with an empty name: a name is required (issue 7).
     if (params.dataview === "") throw emptyName("dataview", "/dataview/<name>");
@@ -316,6 +347,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     GET: async (request) => {
       // An fkm sampler's one dataview, named after it (DESIGN 3.4), as a dataview GET shows one.
       const raw = request.params as { me: string; sampler: string; dataview: string };
+      checkNames(raw);
       const fkm = streams.fkmView(raw.me, raw.sampler);
       if (fkm !== undefined && raw.dataview === fkm.sampler) return fkmDataviewView(fkm);
       const { sampler, params } = target(request);
@@ -323,8 +355,8 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
     PUT: ingest((request) => {
       const { sampler, params } = target(request);
-      const rows = parseDataviewBody(request.body as Buffer | undefined, limits);
-      const columnOrder = parseColumnOrder(request.headers["column-order"]);
+      const rows = parseDataviewBody(request.body as Buffer | undefined, bodyLimits());
+      const columnOrder = parseColumnOrder(request.headers["column-order"], data().nameBytes);
       let model = sampler.dataviews.get(params.dataview);
       if (model === undefined) {
         if (sampler.dataviews.size >= PROBE_MAX_DATAVIEWS_PER_SAMPLER) {
@@ -377,7 +409,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     PUT: ingest((request) => {
       const { sampler, params } = target(request);
       const model = existing(sampler, params.dataview);
-      const cells = parseRowBody(request.body as Buffer | undefined, limits);
+      const cells = parseRowBody(request.body as Buffer | undefined, bodyLimits());
       const { name: row, changes } = model.putRow(params.row ?? "", cells, dataviewLimits(sampler));
       link.submit(changes);
       accepted.rows += 1;
@@ -398,6 +430,7 @@ export function buildProbe(options: ProbeOptions): Probe {
   resource(http, "/v1/managedEntity/:me/sampler/:sampler", {
     GET: async (request) => {
       const params = request.params as { me: string; sampler: string };
+      checkNames(params);
       const fkm = streams.fkmView(params.me, params.sampler);
       if (fkm !== undefined) {
         const { sampler: name, type, ...state } = fkm;
@@ -419,7 +452,14 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
   });
 
-  registerStreamRoutes(http, { registry, streams, ingest });
+  registerStreamRoutes(http, { registry, streams, ingest, checkNames });
+  // Refusals at a limit are counted where they are answered: no cost on requests that pass.
+  http.addHook("onError", (_request, _reply, error, done) => {
+    if (error instanceof VigilError && error.code === "LIMIT_EXCEEDED") {
+      refusals.refused("probe", error.fields.limit as LimitName, error.body);
+    }
+    done();
+  });
   // Per-sampler mTLS on every sampler path, before the body is read (DESIGN 3.5).
   http.addHook("onRequest", samplerMtlsHook(registry, mtls));
 
@@ -431,6 +471,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     link: () => link.status(),
     memory,
   });
+  registerLimitRefusals(metrics, refusals);
   registerMetricsRoute(http, metrics);
 
   const health = async () => ({ status: "OK", probe: name, link: link.status().state });

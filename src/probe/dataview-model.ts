@@ -17,6 +17,8 @@
  * stores a new array), so a state snapshot for the link can hold them without copying.
  */
 import { VigilError } from "../errors/catalog.js";
+import { overBytes } from "../limits/data-limits.js";
+import { limitError, quoted } from "../limits/limit-refusals.js";
 import { type Change, type DataviewAddress, encodeCells, type WireHeadlines } from "../link/protocol.js";
 
 /** The cells of one row as a client sent them: column name → value (names are data: a Map). */
@@ -39,6 +41,8 @@ export interface DataviewLimits {
   readonly maxColumns: number;
   /** Longest cell; checked here for names that become cells (a row name from the path). */
   readonly maxCellLength: number;
+  /** Longest row name (the first column's value), in bytes of UTF-8 (`limits.nameBytes`). */
+  readonly nameBytes: number;
 }
 
 /** A row as GET shows it: cells in a prototype-less object, every column present. */
@@ -185,11 +189,13 @@ export class DataviewModel {
 
     const first = columns[0];
     kept.forEach((cells, index) => {
-      if (first === undefined || (cells.get(first) ?? "") === "") {
+      const name = first === undefined ? "" : (cells.get(first) ?? "");
+      if (name === "") {
         throw new VigilError("INVALID_DATAVIEW", {
           detail: `Row ${index} has no value in the first column '${first ?? ""}', which names the row; give every row a value there.`,
         });
       }
+      if (overBytes(name, limits.nameBytes)) throw rowNameTooLong(`Row ${index}`, name, limits.nameBytes);
     });
 
     this.columns = columns;
@@ -280,6 +286,7 @@ export class DataviewModel {
     if (base === "") {
       throw new VigilError("INVALID_ROW", { detail: "The row needs a name: a value in the first column." });
     }
+    if (overBytes(base, limits.nameBytes)) throw rowNameTooLong("The row", base, limits.nameBytes);
     if (base.length > limits.maxCellLength) {
       throw new VigilError("CELL_TOO_LONG", {
         where: "The row name in the path",
@@ -561,4 +568,9 @@ export class DataviewModel {
   private tooManyColumns(limit: number): never {
     throw new VigilError("TOO_MANY_COLUMNS", { dataview: this.address.dataview, limit });
   }
+}
+
+/** The 400 for a row name (a first column's value) longer than `limits.nameBytes`. */
+function rowNameTooLong(where: string, name: string, nameBytes: number): VigilError {
+  return limitError("nameBytes", `${where}, its name ${quoted(name)}`, Buffer.byteLength(name), nameBytes);
 }

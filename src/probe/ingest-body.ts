@@ -22,18 +22,31 @@
  * are ordinary columns. The body must be UTF-8 (RFC 8259 §8.1; a malformed byte would otherwise be
  * replaced silently), every name and value well-formed Unicode (a lone surrogate cannot be stored or
  * sent as UTF-8 unchanged), and a cell at most `maxCellLength` long (DESIGN 2 `gateway.maxCellLength`).
+ * The setup's `limits` (DESIGN 5.4b) apply beside it, in bytes of UTF-8: a column name at most
+ * `limits.nameBytes`, a value at most `limits.cellBytes` (LIMIT_EXCEEDED). A body the reader
+ * refuses is scanned for its nesting depth (`limits.jsonDepth`) before JSON.parse builds it; one
+ * the reader accepts nests two levels at most.
  * A key repeated in one row object follows `JSON.parse`'s rule: the last value, at the first key's
  * position.
  */
 import { isUtf8 } from "node:buffer";
 import { type ErrorCode, VigilError } from "../errors/catalog.js";
+import { overBytes } from "../limits/data-limits.js";
+import { jsonTextTooDeep } from "../limits/json-depth.js";
+import { limitError } from "../limits/limit-refusals.js";
 import { isWellFormed } from "../text/well-formed.js";
 import type { RowCells } from "./dataview-model.js";
 
 /** What bounds the cells of a body. */
 export interface BodyLimits {
-  /** Longest cell value and column name, in UTF-16 code units. */
+  /** Longest cell value and column name, in UTF-16 code units (`gateway.maxCellLength`). */
   readonly maxCellLength: number;
+  /** Longest column name, in bytes of UTF-8 (`limits.nameBytes`). */
+  readonly nameBytes: number;
+  /** Longest cell value, in bytes of UTF-8 (`limits.cellBytes`). */
+  readonly cellBytes: number;
+  /** Deepest nesting of the body (`limits.jsonDepth`). */
+  readonly jsonDepth: number;
 }
 
 /** The body as text, refused when missing or not UTF-8. */
@@ -84,6 +97,22 @@ function checkCell(
     throw new VigilError(code, {
       detail: `${where} has a column name that is not well-formed Unicode (a lone surrogate, '${shown(column)}'); send valid UTF-16 text.`,
     });
+  }
+  if (overBytes(column, limits.nameBytes)) {
+    throw limitError(
+      "nameBytes",
+      `${where}, column name '${shown(column)}'`,
+      Buffer.byteLength(column),
+      limits.nameBytes,
+    );
+  }
+  if (overBytes(text, limits.cellBytes)) {
+    throw limitError(
+      "cellBytes",
+      `${where}, column '${shown(column)}'`,
+      Buffer.byteLength(text),
+      limits.cellBytes,
+    );
   }
   if (column.length > limits.maxCellLength) {
     throw new VigilError("CELL_TOO_LONG", {
@@ -363,7 +392,23 @@ function checkRow(
 }
 
 /** The error for a body the reader refused: JSON.parse and the walk say what is wrong. */
-function refusal(text: string, code: ErrorCode, expected: string, walk: (value: unknown) => void): Error {
+function refusal(
+  text: string,
+  code: ErrorCode,
+  expected: string,
+  limits: BodyLimits,
+  walk: (value: unknown) => void,
+): Error {
+  // Before JSON.parse builds it: a deep text costs the parse and whatever walks it next.
+  if (jsonTextTooDeep(text, limits.jsonDepth)) {
+    throw limitError(
+      "jsonDepth",
+      "The body nests arrays and objects",
+      limits.jsonDepth + 1,
+      limits.jsonDepth,
+      "levels or more",
+    );
+  }
   walk(parseJson(text, code, expected));
   // The walk found nothing wrong: the reader refused what JSON.parse accepts, a bug of the reader
   // (the central handler logs it and answers 500).
@@ -380,7 +425,7 @@ export function parseDataviewBody(body: Buffer | undefined, limits: BodyLimits):
   if (rows !== undefined) {
     return rows.map((row, index) => checkRow(row, `Row ${index}`, code, limits, reader.escaped));
   }
-  throw refusal(text, code, expected, (value) => {
+  throw refusal(text, code, expected, limits, (value) => {
     if (!Array.isArray(value)) throw new VigilError(code, { detail: `The body must be ${expected}.` });
     for (const [index, row] of value.entries()) toCells(row, `Row ${index}`, code, limits);
   });
@@ -394,14 +439,29 @@ export function parseRowBody(body: Buffer | undefined, limits: BodyLimits): RowC
   const reader = new ExactReader(text);
   const row = reader.singleRow();
   if (row !== undefined) return checkRow(row, "The body", code, limits, reader.escaped);
-  throw refusal(text, code, expected, (value) => toCells(value, "The body", code, limits));
+  throw refusal(text, code, expected, limits, (value) => toCells(value, "The body", code, limits));
 }
 
-/** The `Column-Order` header: comma-separated column names, blanks ignored. */
-export function parseColumnOrder(header: string | string[] | undefined): string[] {
+/**
+ * The `Column-Order` header: comma-separated column names, blanks ignored; a name longer than
+ * `nameBytes` is refused (LIMIT_EXCEEDED).
+ */
+export function parseColumnOrder(header: string | string[] | undefined, nameBytes: number): string[] {
   const text = Array.isArray(header) ? header.join(",") : (header ?? "");
-  return text
+  if (text === "") return [];
+  const names = text
     .split(",")
     .map((name) => name.trim())
     .filter((name) => name !== "");
+  for (const name of names) {
+    if (overBytes(name, nameBytes)) {
+      throw limitError(
+        "nameBytes",
+        `The Column-Order header, column name '${shown(name)}'`,
+        Buffer.byteLength(name),
+        nameBytes,
+      );
+    }
+  }
+  return names;
 }

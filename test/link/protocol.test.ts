@@ -7,6 +7,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { LINK_MAX_CELL_LENGTH, LINK_MAX_COLUMNS } from "../../src/config/defaults.js";
 import { parseSetup } from "../../src/config/load-setup.js";
+import { DEFAULT_DATA_LIMITS } from "../../src/limits/data-limits.js";
 import {
   decodeCells,
   encodeCells,
@@ -251,12 +252,18 @@ describe("probe link: a gateway's bounds", () => {
       maxBatchChanges: 500,
       maxColumns: LINK_MAX_COLUMNS,
       maxCellLength: LINK_MAX_CELL_LENGTH,
+      data: DEFAULT_DATA_LIMITS,
     });
     const large = frameBounds(
       { customDataviewMaxRows: 0, maxColumnsPerDataview: 100_000, maxCellLength: 2e6 },
       1,
     );
-    assert.deepEqual(large, { maxBatchChanges: 1, maxColumns: 100_000, maxCellLength: 2e6 });
+    assert.deepEqual(large, {
+      maxBatchChanges: 1,
+      maxColumns: 100_000,
+      maxCellLength: 2e6,
+      data: DEFAULT_DATA_LIMITS,
+    });
   });
 });
 

@@ -11,7 +11,12 @@ type Step =
   | { del: string };
 
 const cellsOf = (record: Record<string, string>): RowCells => new Map(Object.entries(record));
-const limits = (rowLimit = 200, maxColumns = 256) => ({ rowLimit, maxColumns, maxCellLength: 64 });
+const limits = (rowLimit = 200, maxColumns = 256) => ({
+  rowLimit,
+  maxColumns,
+  maxCellLength: 64,
+  nameBytes: 1024,
+});
 
 function apply(model: DataviewModel, step: Step): Change[] {
   if ("put" in step)

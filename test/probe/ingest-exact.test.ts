@@ -386,7 +386,7 @@ describe("names are data: headlines named like prototype members reach the gatew
 });
 
 describe("the exact reader accepts what JSON.parse accepts, and reads the same values", () => {
-  const limits = { maxCellLength: 1000 };
+  const limits = { maxCellLength: 1000, nameBytes: 1024, cellBytes: 65_536, jsonDepth: 64 };
   /** A scalar as JSON.parse gives it, as the cell text the probe keeps. */
   const expectedText = (value: unknown) => (value === null ? "" : String(value));
   const mutation = fc.tuple(
@@ -496,7 +496,7 @@ describe("the exact reader accepts what JSON.parse accepts, and reads the same v
 });
 
 describe("bodies JSON.parse refuses are refused as not JSON", () => {
-  const limits = { maxCellLength: 1000 };
+  const limits = { maxCellLength: 1000, nameBytes: 1024, cellBytes: 65_536, jsonDepth: 64 };
   const cells = [
     "01",
     "-01",

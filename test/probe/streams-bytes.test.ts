@@ -54,6 +54,7 @@ before(async () => {
   registerStreamRoutes(app, {
     registry,
     streams,
+    checkNames: () => undefined,
     ingest: (handler) => async (request, reply) => handler(request, reply),
   });
   base = await listen(app, 0, "127.0.0.1");

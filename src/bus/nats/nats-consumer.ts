@@ -35,6 +35,9 @@ import {
   RETRY_INITIAL_MS,
   RETRY_MAX_MS,
 } from "../../config/defaults.js";
+import { DEFAULT_DATA_LIMITS } from "../../limits/data-limits.js";
+import { jsonTextTooDeep } from "../../limits/json-depth.js";
+import { limitReason } from "../../limits/limit-refusals.js";
 import type { BatchHandler, BusConsumer, ConsumerStatus, Delivery } from "../bus.js";
 import { backoffMs, NatsLink, sleep } from "./nats-connect.js";
 import { checkNatsNames, displayUrl, ensureStream, isConsumerNotFound, subjectsOf } from "./nats-stream.js";
@@ -58,6 +61,11 @@ export interface NatsConsumerOptions {
   /** First and largest retry delay (handler rejections, NATS failures); defaults 100 ms and 5 s. */
   readonly retryInitialMs?: number;
   readonly retryMaxMs?: number;
+  /**
+   * Deepest nesting of a message's JSON text (the setup's `limits.jsonDepth`, default 64): a deeper
+   * one is handed over unparsed, marked with the limit (see {@link toDelivery}).
+   */
+  readonly jsonDepth?: number;
 }
 
 /** What went wrong last: NATS (connection, stream, consumer, pull) or the handler. */
@@ -75,12 +83,24 @@ function messageOf(error: unknown): string {
 /**
  * Turns a JetStream message into what the handler receives: the `Nats-Msg-Id` header as `id` and
  * the parsed JSON as `message`, or the raw text with `parseError` when the bytes are not JSON (the
- * hub dead-letters it; it must not stop the messages behind it, DESIGN 5.5).
+ * hub dead-letters it; it must not stop the messages behind it, DESIGN 5.5). A text nested deeper
+ * than `jsonDepth` (the setup's `limits.jsonDepth`) is not parsed: it comes as its raw text with
+ * `parseError` and `limit`.
  */
-export function toDelivery(msg: JsMsg): Delivery {
+export function toDelivery(msg: JsMsg, jsonDepth: number = DEFAULT_DATA_LIMITS.jsonDepth): Delivery {
   const header = msg.headers?.get("Nats-Msg-Id");
   const id = header === undefined || header === "" ? undefined : header;
   const text = msg.string();
+  if (jsonTextTooDeep(text, jsonDepth)) {
+    const parseError = limitReason(
+      "jsonDepth",
+      "the message nests arrays and objects",
+      jsonDepth + 1,
+      jsonDepth,
+      "levels or more",
+    );
+    return { id, message: text, parseError, limit: "jsonDepth" };
+  }
   try {
     return { id, message: JSON.parse(text) as unknown };
   } catch (error) {
@@ -112,6 +132,7 @@ export class NatsConsumer implements BusConsumer {
   private readonly fetchExpiresMs: number;
   private readonly retryInitialMs: number;
   private readonly retryMaxMs: number;
+  private readonly jsonDepth: number;
   private readonly name: string;
   private readonly abort = new AbortController();
   private link: NatsLink | undefined;
@@ -144,6 +165,7 @@ export class NatsConsumer implements BusConsumer {
     this.fetchExpiresMs = Math.max(1_000, options.fetchExpiresMs ?? NATS_FETCH_EXPIRES_MS);
     this.retryInitialMs = options.retryInitialMs ?? RETRY_INITIAL_MS;
     this.retryMaxMs = options.retryMaxMs ?? RETRY_MAX_MS;
+    this.jsonDepth = options.jsonDepth ?? DEFAULT_DATA_LIMITS.jsonDepth;
     this.name = `nats:${displayUrl(options.url)}/${options.stream}/${durable}`;
     this.log = options.logger.child({ consumer: this.name });
   }
@@ -345,7 +367,7 @@ export class NatsConsumer implements BusConsumer {
     batch: readonly JsMsg[],
     nakDelay: (backoff: number) => number,
   ): Promise<number | undefined> {
-    const deliveries = batch.map(toDelivery);
+    const deliveries = batch.map((msg) => toDelivery(msg, this.jsonDepth));
     // Once per batch: the lag behind its last message (parsed from that message's reply subject).
     this.pending = batch.at(-1)?.info.pending ?? this.pending;
     try {

@@ -14,6 +14,7 @@ import { VigilError } from "../../errors/catalog.js";
 import { readBodyBuffer } from "../../http/body-buffer.js";
 import type { MemoryProtection } from "../../http/memory-protection.js";
 import { resource } from "../../http/routes.js";
+import type { LimitName, LimitRefusals } from "../../limits/limit-refusals.js";
 import { addSlice } from "../ingest/backfill-body.js";
 import { BackfillParser } from "../ingest/backfill-parser.js";
 import { CheckedPart, type Ingester, type IngestResult } from "../ingest/ingester.js";
@@ -60,6 +61,7 @@ async function ingestInParts(
   parser: BackfillParser,
   body: Uint8Array,
   size: number,
+  refusals: LimitRefusals | undefined,
 ): Promise<BackfillResult> {
   const parts: Promise<IngestResult>[] = [];
   const offsets: number[] = [];
@@ -79,7 +81,8 @@ async function ingestInParts(
   let ramp = Math.min(size, SMALL_PART_MESSAGES);
   try {
     // Lines left after a slice only matter up to a part's size (`last` below).
-    for await (const slice of parser.slices(body, Math.min(PARSE_SLICE_MESSAGES, size), size)) {
+    const sliceSize = Math.min(PARSE_SLICE_MESSAGES, size);
+    for await (const slice of parser.slices(body, sliceSize, ingester.limits, size)) {
       addSlice(part, slice);
       // Parts grow from small to `size`, and the body's last part (what is parsed and left adds up
       // to a part at most) is committed in halves: the store starts on a body early and has little
@@ -112,8 +115,10 @@ async function ingestInParts(
   settled.forEach((outcome, p) => {
     if (outcome.status !== "fulfilled") return;
     duplicates += outcome.value.duplicates;
-    for (const r of outcome.value.rejected)
+    for (const r of outcome.value.rejected) {
       rejected.push({ index: (offsets[p] as number) + r.index, error: r.reason });
+      if (r.limit !== undefined) refusals?.refused("backfill", r.limit, r.reason);
+    }
   });
   return { accepted: total - rejected.length, duplicates, rejected };
 }
@@ -128,7 +133,9 @@ function isBlank(body: Uint8Array): boolean {
  * Registers the backfill endpoint; it takes any content type (JSON array or NDJSON). At most
  * MAX_CONCURRENT_BACKFILLS requests run at once. Messages are de-duplicated like published ones:
  * a message without an envelope id is known by the digest of its JSON text, so posting the same
- * file twice stores it once. A body is committed in parts of `options.partMessages` messages
+ * file twice stores it once. Each message is checked against the ingester's limits (the setup's
+ * `limits`): one beyond is rejected with its index and the limit, and counted in
+ * `options.refusals`. A body is committed in parts of `options.partMessages` messages
  * (default BACKFILL_PART_MESSAGES), one store transaction each, and may hold `options.bodyLimit`
  * bytes (default MESSAGES_BODY_LIMIT_BYTES; 413 beyond).
  */
@@ -136,7 +143,12 @@ export function registerMessageRoutes(
   app: FastifyInstance,
   ingester: Ingester,
   memory?: MemoryProtection,
-  options: { readonly partMessages?: number; readonly bodyLimit?: number } = {},
+  options: {
+    readonly partMessages?: number;
+    readonly bodyLimit?: number;
+    /** Counts messages refused at a limit of the setup's `limits` (the hub's /metrics). */
+    readonly refusals?: LimitRefusals;
+  } = {},
 ): Promise<void> {
   const partMessages = options.partMessages ?? BACKFILL_PART_MESSAGES;
   const bodyLimit = options.bodyLimit ?? MESSAGES_BODY_LIMIT_BYTES;
@@ -193,7 +205,12 @@ export function registerMessageRoutes(
           const place = admitted.get(request);
           if (place !== undefined) place.handling = true;
           try {
-            return await ingestInParts(ingester, parser, body, partMessages);
+            return await ingestInParts(ingester, parser, body, partMessages, options.refusals);
+          } catch (error) {
+            // A body refused whole (an array nested deeper than limits.jsonDepth).
+            if (error instanceof VigilError && error.code === "LIMIT_EXCEEDED")
+              options.refusals?.refused("backfill", error.fields.limit as LimitName, error.body);
+            throw error;
           } finally {
             if (place !== undefined) {
               place.handling = false;

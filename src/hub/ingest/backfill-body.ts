@@ -10,6 +10,9 @@
  */
 import { VigilError } from "../../errors/catalog.js";
 import { asEpochMs } from "../../ids.js";
+import type { DataLimits } from "../../limits/data-limits.js";
+import { jsonTextTooDeep } from "../../limits/json-depth.js";
+import { limitError, limitReason } from "../../limits/limit-refusals.js";
 import type { PublicV2Message } from "../../messages/types.js";
 import type { MessageKey } from "../store/store.js";
 import {
@@ -132,13 +135,29 @@ export function* lineRanges(
 
 /**
  * The deliveries of a slice's text (the bytes of a {@link LineRange}, decoded): one per non-blank
- * line. A line that is not JSON is a delivery with its parse error; each delivery is marked when its
- * text proves its strings well-formed.
+ * line. A line that is not JSON is a delivery with its parse error, and so is one nested deeper
+ * than `jsonDepth`, with the limit (it is not parsed); each delivery is marked when its text proves
+ * its strings well-formed.
  */
-export function lineDeliveries(text: string): CheckedTextDelivery[] {
+export function lineDeliveries(text: string, jsonDepth: number): CheckedTextDelivery[] {
   const deliveries: CheckedTextDelivery[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
+    if (jsonTextTooDeep(line, jsonDepth)) {
+      deliveries.push({
+        id: undefined,
+        message: undefined,
+        parseError: limitReason(
+          "jsonDepth",
+          "the line nests arrays and objects",
+          jsonDepth + 1,
+          jsonDepth,
+          "levels or more",
+        ),
+        limit: "jsonDepth",
+      });
+      continue;
+    }
     try {
       const message: unknown = JSON.parse(line);
       deliveries.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
@@ -155,10 +174,21 @@ export function lineDeliveries(text: string): CheckedTextDelivery[] {
 
 /**
  * A JSON array body's messages as deliveries, in slices of at most `size` (the array is one JSON
- * text, parsed whole). Throws INVALID_MESSAGE (400) when the text is not a JSON array.
+ * text, parsed whole). Throws INVALID_MESSAGE (400) when the text is not a JSON array, and
+ * LIMIT_EXCEEDED (400) before parsing it when a message in it nests deeper than `jsonDepth` (the
+ * array's own level is not counted: each message may nest as deep as an NDJSON line).
  */
-export function* arraySlices(text: string, size: number): Generator<BodySlice> {
+export function* arraySlices(text: string, size: number, jsonDepth: number): Generator<BodySlice> {
   const trimmed = text.trimStart();
+  if (jsonTextTooDeep(trimmed, jsonDepth + 1)) {
+    throw limitError(
+      "jsonDepth",
+      "A message of the array nests arrays and objects",
+      jsonDepth + 1,
+      jsonDepth,
+      "levels or more",
+    );
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(trimmed);
@@ -231,10 +261,10 @@ export interface CheckedSlice {
 export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
   [s.items, s.times, s.digestTimes, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
 
-/** Checks `slice` (check-message.ts) and writes the result as a {@link CheckedSlice}. */
-export function checkSlice(slice: BodySlice): CheckedSlice {
+/** Checks `slice` (check-message.ts, against `limits`) and writes the result as a {@link CheckedSlice}. */
+export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
   const part = new CheckedPart();
-  checkInto(slice.deliveries, part);
+  checkInto(slice.deliveries, part, limits);
   const names: string[] = [];
   const numbers = new Map<string, number>();
   const name = (text: string): number => {
@@ -332,7 +362,7 @@ export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
     };
     part.checked.push({ index, key, start, end, row });
   }
-  for (const r of slice.rejected) part.rejected.push({ index: offset + r.index, reason: r.reason });
+  for (const r of slice.rejected) part.rejected.push({ ...r, index: offset + r.index });
   const { columns, texts, values } = slice;
   let c = 0;
   for (const chunk of texts) {

@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { BACKFILL_PARSE_WORKERS_MAX } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
+import type { DataLimits } from "../../limits/data-limits.js";
 import { type CheckedSlice, lineRanges, startsLikeArray } from "./backfill-body.js";
 import type { ParserReply, ParserRequest } from "./parse-worker.js";
 
@@ -95,21 +96,24 @@ export class BackfillParser {
    * The checked slices of `body` (at most `size` messages each), in order; each slice's `left`
    * (entries after it) is exact when at most `exactUpTo`, otherwise some number above it (an NDJSON
    * body's lines are counted ahead only that far: {@link lineRanges}). An array body's buffer
-   * is moved to a worker: the caller must not use it afterwards. Throws INVALID_MESSAGE (400) for a
-   * body that starts like a JSON array and is not one, SERVICE_UNAVAILABLE (503) when a worker
+   * is moved to a worker: the caller must not use it afterwards. Each message is checked against
+   * `limits` (a line nested too deep is rejected unparsed). Throws INVALID_MESSAGE (400) for a
+   * body that starts like a JSON array and is not one, LIMIT_EXCEEDED (400) for an array nested
+   * deeper than `limits.jsonDepth`, SERVICE_UNAVAILABLE (503) when a worker
    * stops, and a plain error (500) when checking throws. Breaking out of the loop drops the body.
    */
   async *slices(
     body: Uint8Array,
     size: number,
+    limits: DataLimits,
     exactUpTo = Number.POSITIVE_INFINITY,
   ): AsyncGenerator<CheckedSlice> {
     const id = this.nextJob++;
     const job: Job = { slices: new Map(), workers: new Set(), asked: 0, end: undefined, wake: undefined };
     this.jobs.set(id, job);
     const ask = startsLikeArray(body)
-      ? this.askArray(id, job, body, size)
-      : this.askLines(id, job, body, size, exactUpTo);
+      ? this.askArray(id, job, body, size, limits)
+      : this.askLines(id, job, body, size, limits, exactUpTo);
     let next = 0;
     try {
       for (let i = 0; i < SLICES_AHEAD; i++) ask();
@@ -139,7 +143,14 @@ export class BackfillParser {
   }
 
   /** Asks for an NDJSON body's next slice of lines (cut here) from the pool's next worker. */
-  private askLines(id: number, job: Job, body: Uint8Array, size: number, exactUpTo: number): () => void {
+  private askLines(
+    id: number,
+    job: Job,
+    body: Uint8Array,
+    size: number,
+    limits: DataLimits,
+    exactUpTo: number,
+  ): () => void {
     const ranges = lineRanges(body, size, exactUpTo);
     let seq = 0;
     return () => {
@@ -154,13 +165,13 @@ export class BackfillParser {
       const worker = this.worker();
       job.workers.add(worker);
       job.asked += 1;
-      send(worker, { kind: "lines", job: id, seq, bytes: bytes.buffer, count, left }, [bytes.buffer]);
+      send(worker, { kind: "lines", job: id, seq, bytes: bytes.buffer, count, left, limits }, [bytes.buffer]);
       seq += 1;
     };
   }
 
   /** Moves an array body to one worker, and asks it for the next slice at each call. */
-  private askArray(id: number, job: Job, body: Uint8Array, size: number): () => void {
+  private askArray(id: number, job: Job, body: Uint8Array, size: number, limits: DataLimits): () => void {
     const worker = this.worker();
     job.workers.add(worker);
     // Moved when the view covers its whole buffer; otherwise (a pooled buffer) the bytes are copied.
@@ -171,7 +182,7 @@ export class BackfillParser {
         ? body
         : new Uint8Array(body);
     const buffer = owned.buffer as ArrayBuffer;
-    send(worker, { kind: "start", job: id, body: buffer, size }, [buffer]);
+    send(worker, { kind: "start", job: id, body: buffer, size, limits }, [buffer]);
     let seq = 0;
     return () => {
       if (job.end !== undefined) return;
@@ -228,11 +239,14 @@ export class BackfillParser {
     if ("slice" in reply) job.slices.set(reply.seq, reply.slice);
     else if ("done" in reply) end(job, { seq: reply.seq });
     else {
-      const { detail, invalid } = reply.error;
-      const error = invalid
-        ? new VigilError("INVALID_MESSAGE", { detail })
-        : // A bug: the error handler logs it and answers 500 with the request id.
-          new Error(`the backfill parser failed: ${detail}`);
+      const { detail, invalid, limit } = reply.error;
+      const error =
+        limit !== undefined
+          ? new VigilError("LIMIT_EXCEEDED", limit)
+          : invalid
+            ? new VigilError("INVALID_MESSAGE", { detail })
+            : // A bug: the error handler logs it and answers 500 with the request id.
+              new Error(`the backfill parser failed: ${detail}`);
       end(job, { seq: reply.seq, error });
     }
     const wake = job.wake;

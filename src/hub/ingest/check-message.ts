@@ -3,18 +3,22 @@
  * message that needs no store — schema, Unicode and time checks, the de-duplication key, and the
  * cells of a headline or table update — with no state and no I/O, so that the hub's thread does it
  * for published messages and the backfill parser's worker thread for a backfill body
- * (backfill-parser.ts), with the same code and the same results.
+ * (backfill-parser.ts), with the same code and the same results. The setup's `limits` are checked
+ * here too (message-limits.ts): a message beyond one is rejected naming the limit.
  */
 import { hash } from "node:crypto";
 import type { Delivery } from "../../bus/bus.js";
 import { parseMessageId } from "../../bus/envelope.js";
 import { asEpochMs, type EpochMs } from "../../ids.js";
+import type { DataLimits } from "../../limits/data-limits.js";
+import type { LimitName } from "../../limits/limit-refusals.js";
 import type { PublicV2Message } from "../../messages/types.js";
 import { validateMessage } from "../../messages/validate.js";
 import { isWellFormed } from "../../text/well-formed.js";
 import { SampleCells } from "../store/sample-rows.js";
 import type { EntityKey, MessageKey } from "../store/store.js";
 import { isCanonicalJson } from "./canonical-json.js";
+import { messageBeyondLimits } from "./message-limits.js";
 
 /** A cell value that is a plain decimal number (no blanks, units, hex or Infinity). */
 const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
@@ -55,6 +59,8 @@ export function wellFormedJsonText(text: string): boolean {
 export interface Rejection {
   readonly index: number;
   readonly reason: string;
+  /** The limit of the setup's `limits` the message is beyond, when that is why. */
+  readonly limit?: LimitName;
 }
 
 /**
@@ -102,16 +108,23 @@ export class CheckedPart {
   length = 0;
 }
 
-/** Checks every delivery into `part` and gives each storable one its de-duplication key. */
-export function checkInto(deliveries: readonly CheckedTextDelivery[], part: CheckedPart): void {
+/**
+ * Checks every delivery into `part` (against `limits` too) and gives each storable one its
+ * de-duplication key.
+ */
+export function checkInto(
+  deliveries: readonly CheckedTextDelivery[],
+  part: CheckedPart,
+  limits: DataLimits,
+): void {
   const { rejected, checked, cells } = part;
   const offset = part.length;
   part.length += deliveries.length;
   deliveries.forEach((delivery, i) => {
     const index = offset + i;
-    const message = checkDelivery(delivery);
-    if (typeof message === "string") {
-      rejected.push({ index, reason: message });
+    const message = checkDelivery(delivery, limits);
+    if (!("type" in message)) {
+      rejected.push({ index, ...message });
       return;
     }
     // The line's text only when it holds no `\u` escape (`wellFormedText`), as isCanonicalJson needs.
@@ -156,15 +169,22 @@ function addCells(cells: SampleCells, row: Readonly<Record<string, string>>): vo
   }
 }
 
-/** The message when it may be stored, otherwise why not. */
-function checkDelivery(delivery: CheckedTextDelivery): PublicV2Message | string {
-  if (delivery.parseError !== undefined) return `not JSON: ${delivery.parseError}`;
+/** The message when it may be stored, otherwise why not (and the limit, when that is why). */
+function checkDelivery(
+  delivery: CheckedTextDelivery,
+  limits: DataLimits,
+): PublicV2Message | { reason: string; limit?: LimitName } {
+  if (delivery.limit !== undefined) return { reason: delivery.parseError ?? "", limit: delivery.limit };
+  if (delivery.parseError !== undefined) return { reason: `not JSON: ${delivery.parseError}` };
   const result = validateMessage(delivery.message);
-  if (!result.ok) return `not a public-v2 message: ${result.errors.join("; ")}`;
+  if (!result.ok) return { reason: `not a public-v2 message: ${result.errors.join("; ")}` };
+  const breach = messageBeyondLimits(result.message, limits);
+  if (breach !== undefined) return breach;
   const bad = delivery.wellFormedText === true ? undefined : illFormedString(result.message);
-  if (bad !== undefined) return `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}`;
+  if (bad !== undefined)
+    return { reason: `holds a string that is not well-formed Unicode (a lone surrogate) at ${bad}` };
   const time = unstorableTime(result.message);
-  if (time !== undefined) return time;
+  if (time !== undefined) return { reason: time };
   return result.message;
 }
 

@@ -3,8 +3,9 @@
  * into entity upserts, metric samples and event records, and commits each batch in one store
  * transaction.
  *
- * - Every message is checked first: not JSON, not public-v2, or holding a string that is not
- *   well-formed Unicode → rejected with the reason (the caller dead-letters it or reports it).
+ * - Every message is checked first: not JSON, not public-v2, beyond a limit of the setup's `limits`,
+ *   or holding a string that is not well-formed Unicode → rejected with the reason (the caller
+ *   dead-letters it or reports it, and counts a limit's refusals).
  * - De-duplication happens inside the transaction (`claim`): a message id stored before is skipped,
  *   so redelivery and replay never count twice, also across hubs sharing one database. A message
  *   without an id is known by the SHA-256 of its JSON text.
@@ -19,6 +20,7 @@
 import type { Logger } from "pino";
 import { DEFAULT_MAX_ENTITIES } from "../../config/defaults.js";
 import { asEpochMs } from "../../ids.js";
+import { type DataLimits, DEFAULT_DATA_LIMITS } from "../../limits/data-limits.js";
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
 import { type SampleCells, SampleRowsBuilder } from "../store/sample-rows.js";
 import {
@@ -96,6 +98,11 @@ export interface IngesterOptions {
   readonly maxEntities?: number;
   /** Called with the seconds each committed store transaction took (self-metrics, issue 13). */
   readonly onCommit?: (seconds: number) => void;
+  /**
+   * The setup's `limits` (DESIGN 5.4b; default DEFAULT_DATA_LIMITS): a message beyond one is
+   * rejected with the reason and the limit (message-limits.ts).
+   */
+  readonly limits?: DataLimits;
 }
 
 export class Ingester {
@@ -137,6 +144,8 @@ export class Ingester {
 
   private readonly maxEntities: number;
   private readonly onCommit: ((seconds: number) => void) | undefined;
+  /** The limits every message is checked against. */
+  readonly limits: DataLimits;
 
   constructor(
     private readonly store: Store,
@@ -145,6 +154,7 @@ export class Ingester {
   ) {
     this.maxEntities = options.maxEntities ?? DEFAULT_MAX_ENTITIES;
     this.onCommit = options.onCommit;
+    this.limits = options.limits ?? DEFAULT_DATA_LIMITS;
   }
 
   /** Loads what the store already knows of entities, so a restarted hub keeps their attributes. */
@@ -192,7 +202,7 @@ export class Ingester {
    * {@link ingestChecked}. Indexes of rejections count from the part's first delivery.
    */
   check(deliveries: readonly CheckedTextDelivery[], part: CheckedPart = new CheckedPart()): CheckedPart {
-    checkInto(deliveries, part);
+    checkInto(deliveries, part, this.limits);
     return part;
   }
 

@@ -8,7 +8,8 @@
  *   slice per `next`, only when asked, so the worker is never more than the asker's window ahead.
  */
 import { parentPort } from "node:worker_threads";
-import { VigilError } from "../../errors/catalog.js";
+import { type ErrorFields, VigilError } from "../../errors/catalog.js";
+import type { DataLimits } from "../../limits/data-limits.js";
 import {
   arraySlices,
   type BodySlice,
@@ -27,8 +28,15 @@ export type ParserRequest =
       readonly bytes: ArrayBuffer;
       readonly count: number;
       readonly left: number;
+      readonly limits: DataLimits;
     }
-  | { readonly kind: "start"; readonly job: number; readonly body: ArrayBuffer; readonly size: number }
+  | {
+      readonly kind: "start";
+      readonly job: number;
+      readonly body: ArrayBuffer;
+      readonly size: number;
+      readonly limits: DataLimits;
+    }
   | { readonly kind: "next"; readonly job: number; readonly seq: number }
   | { readonly kind: "end"; readonly job: number };
 
@@ -39,31 +47,37 @@ export type ParserReply =
   | {
       readonly job: number;
       readonly seq: number;
-      readonly error: { readonly detail: string; readonly invalid: boolean };
+      readonly error: {
+        readonly detail: string;
+        readonly invalid: boolean;
+        /** The fields of a LIMIT_EXCEEDED refusal of the whole body (an array nested too deep). */
+        readonly limit?: ErrorFields;
+      };
     };
 
 const port = parentPort;
 if (port === null) throw new Error("parse-worker.ts runs as a worker thread only");
 
-/** The JSON array bodies being read, by job; the hub runs MAX_CONCURRENT_BACKFILLS at most. */
-const arrays = new Map<number, Generator<BodySlice>>();
+/** The JSON array bodies being read, by job, with their limits; the hub runs MAX_CONCURRENT_BACKFILLS at most. */
+const arrays = new Map<number, { readonly slices: Generator<BodySlice>; readonly limits: DataLimits }>();
 
 /** Slice `seq` of `job`, or the end of the body when `read` has none; an error as its reply. */
-function reply(job: number, seq: number, read: () => BodySlice | undefined): void {
+function reply(job: number, seq: number, limits: DataLimits, read: () => BodySlice | undefined): void {
   let answer: ParserReply;
   try {
     const body = read();
     if (body === undefined) answer = { job, seq, done: true };
     else {
-      const slice = checkSlice(body);
+      const slice = checkSlice(body, limits);
       port?.postMessage({ job, seq, slice } satisfies ParserReply, sliceBuffers(slice));
       return;
     }
   } catch (error) {
     arrays.delete(job);
     const invalid = error instanceof VigilError && error.code === "INVALID_MESSAGE";
+    const limit = error instanceof VigilError && error.code === "LIMIT_EXCEEDED" ? error.fields : undefined;
     const detail = invalid ? String(error.fields.detail) : String(error);
-    answer = { job, seq, error: { detail, invalid } };
+    answer = { job, seq, error: { detail, invalid, ...(limit === undefined ? {} : { limit }) } };
   }
   port?.postMessage(answer);
 }
@@ -71,14 +85,24 @@ function reply(job: number, seq: number, read: () => BodySlice | undefined): voi
 port.on("message", (request: ParserRequest) => {
   switch (request.kind) {
     case "lines":
-      return reply(request.job, request.seq, () => {
-        const deliveries = lineDeliveries(Buffer.from(request.bytes).toString("utf8"));
+      return reply(request.job, request.seq, request.limits, () => {
+        const deliveries = lineDeliveries(
+          Buffer.from(request.bytes).toString("utf8"),
+          request.limits.jsonDepth,
+        );
         if (deliveries.length !== request.count)
           throw new Error(`a slice of ${request.count} lines read as ${deliveries.length}`);
         return { deliveries, left: request.left };
       });
     case "start":
-      arrays.set(request.job, arraySlices(Buffer.from(request.body).toString("utf8"), request.size));
+      arrays.set(request.job, {
+        slices: arraySlices(
+          Buffer.from(request.body).toString("utf8"),
+          request.size,
+          request.limits.jsonDepth,
+        ),
+        limits: request.limits,
+      });
       return;
     case "end":
       arrays.delete(request.job);
@@ -86,10 +110,13 @@ port.on("message", (request: ParserRequest) => {
     case "next": {
       // A body that has ended (or failed) answers every later ask with its end, so each ask is
       // answered once.
-      const slices = arrays.get(request.job);
-      return reply(request.job, request.seq, () => {
-        if (slices === undefined) return undefined;
-        const next = slices.next();
+      const array = arrays.get(request.job);
+      if (array === undefined) {
+        port.postMessage({ job: request.job, seq: request.seq, done: true } satisfies ParserReply);
+        return;
+      }
+      return reply(request.job, request.seq, array.limits, () => {
+        const next = array.slices.next();
         if (next.done !== true) return next.value;
         arrays.delete(request.job);
         return undefined;

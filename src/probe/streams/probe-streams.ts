@@ -18,6 +18,7 @@ import { PROBE_MAX_STREAMS_PER_SAMPLER } from "../../config/defaults.js";
 import { parseSamplerRef } from "../../config/sampler-ref.js";
 import type { ProbeSetup } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
+import { DEFAULT_DATA_LIMITS } from "../../limits/data-limits.js";
 import type { Change, ProbeLimits } from "../../link/protocol.js";
 import { FkmSamplerState, type FkmView } from "../fkm/fkm-sampler.js";
 import { type SampleScheduler, timerScheduler } from "../fkm/sample-scheduler.js";
@@ -306,7 +307,11 @@ export class ProbeStreams {
       const binding = runner.binding;
       const messages = binding === undefined ? [] : binding.streams.take(binding.stream, runner.state, at);
       if (binding !== undefined && messages.length > 0) this.pending.add(binding.streams);
-      runner.state.sample(messages, at, this.options.limits().maxCellLength);
+      // A match is cut to a cell: within gateway.maxCellLength and within limits.cellBytes (3 bytes
+      // of UTF-8 at most per UTF-16 code unit), so the link and the hub take it.
+      const limits = this.options.limits();
+      const cellBytes = limits.data?.cellBytes ?? DEFAULT_DATA_LIMITS.cellBytes;
+      runner.state.sample(messages, at, Math.min(limits.maxCellLength, Math.floor(cellBytes / 3)));
       this.options.submit([...this.collect(), ...runner.state.changes()]);
     } catch (error) {
       this.log.error({ err: error, sampler: runner.state.setup.name }, "fkm sample failed");

@@ -29,6 +29,8 @@ export interface StreamRouteDeps {
   readonly ingest: (
     handler: (request: FastifyRequest, reply: FastifyReply) => unknown,
   ) => (request: FastifyRequest, reply: FastifyReply) => unknown;
+  /** Refuses a name of the path beyond `limits.nameBytes` (ingest-limits.ts). */
+  readonly checkNames: (params: StreamParams) => void;
 }
 
 interface StreamParams {
@@ -54,6 +56,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDeps
 
   const target = (request: FastifyRequest) => {
     const params = request.params as StreamParams;
+    deps.checkNames(params);
     if (params.stream === "") {
       throw new VigilError("BAD_REQUEST", {
         detail:

@@ -23,7 +23,10 @@ import {
 } from "../../../src/hub/ingest/backfill-body.js";
 import { BackfillParser, SLICES_AHEAD } from "../../../src/hub/ingest/backfill-parser.js";
 import { CheckedPart, checkInto } from "../../../src/hub/ingest/check-message.js";
+import { DEFAULT_DATA_LIMITS } from "../../../src/limits/data-limits.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
+
+const LIMITS = DEFAULT_DATA_LIMITS;
 
 const logger = {
   error: (details: object, message: string) => assert.fail(`${message}: ${JSON.stringify(details)}`),
@@ -150,14 +153,15 @@ function inPlace(bytes: Uint8Array, size: number): CheckedPart {
   const decoded = Buffer.from(bytes).toString("utf8");
   const part = new CheckedPart();
   if (decoded.trimStart().startsWith("[")) {
-    for (const slice of arraySlices(decoded, size)) checkInto(slice.deliveries, part);
-  } else checkInto(lineDeliveries(textLines(decoded).join("\n")), part);
+    for (const slice of arraySlices(decoded, size, LIMITS.jsonDepth))
+      checkInto(slice.deliveries, part, LIMITS);
+  } else checkInto(lineDeliveries(textLines(decoded).join("\n"), LIMITS.jsonDepth), part, LIMITS);
   return part;
 }
 
 async function viaWorkers(bytes: Uint8Array, size: number, from = parser): Promise<CheckedPart> {
   const part = new CheckedPart();
-  for await (const slice of from.slices(bytes, size)) addSlice(part, slice);
+  for await (const slice of from.slices(bytes, size, LIMITS)) addSlice(part, slice);
   return part;
 }
 const encoded = (t: string): Uint8Array => new TextEncoder().encode(t);
@@ -274,7 +278,7 @@ describe("backfill parser", () => {
       // A pool of its own: a property test above may still be reading a body on the shared one.
       const own = new BackfillParser(logger, 3);
       try {
-        const slices = own.slices(encoded(text), 1); // 400 slices of one message
+        const slices = own.slices(encoded(text), 1, LIMITS); // 400 slices of one message
         const first = await slices.next();
         assert.equal(first.done, false);
         // Every slice asked for answered (however slow the machine): the workers ran as far ahead
@@ -293,7 +297,7 @@ describe("backfill parser", () => {
   test("closing the parser fails a body being read with 503; a later body starts a new worker", async () => {
     const closing = new BackfillParser(logger, 2);
     const text = Array.from({ length: 2_000 }, () => "{}").join("\n");
-    const slices = closing.slices(encoded(text), 1);
+    const slices = closing.slices(encoded(text), 1, LIMITS);
     await slices.next(); // started
     await closing.close();
     await assert.rejects(
@@ -303,7 +307,7 @@ describe("backfill parser", () => {
       { code: "SERVICE_UNAVAILABLE", status: 503 },
     );
     const part = new CheckedPart();
-    for await (const slice of closing.slices(encoded("{}\n{}"), 10)) addSlice(part, slice);
+    for await (const slice of closing.slices(encoded("{}\n{}"), 10, LIMITS)) addSlice(part, slice);
     assert.equal(part.rejected.length, 2);
     await closing.close();
   });
@@ -313,7 +317,7 @@ describe("backfill parser", () => {
     const crashing = new BackfillParser({ error: (_details, message) => logged.push(message) }, 2);
     try {
       const text = Array.from({ length: 2_000 }, () => "{}").join("\n");
-      const slices = crashing.slices(encoded(text), 1);
+      const slices = crashing.slices(encoded(text), 1, LIMITS);
       await slices.next(); // started: both workers hold slices of the body
       const workers = (crashing as unknown as { workers: (Worker | undefined)[] }).workers;
       await workers[1]?.terminate();
