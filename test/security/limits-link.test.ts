@@ -122,7 +122,7 @@ const attacks: { name: string; limit: string; frames: unknown[] }[] = [
   {
     name: "a parameter of 5,000 bytes",
     limit: "attributeValueBytes",
-    frames: [{ type: "parameters", parameters: { ...parameters, OS: long(5000) } }],
+    frames: [{ type: "parameters", seq: 1, parameters: { ...parameters, OS: long(5000) } }],
   },
 ];
 
