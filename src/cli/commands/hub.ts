@@ -6,7 +6,7 @@ import { DEFAULT_DATA_DIR } from "../../config/defaults.js";
 import { loadSetupFile } from "../../config/load-setup.js";
 import { createLogger, type LogFormat, logFormatOption } from "../logger.js";
 import { runService } from "../run-service.js";
-import { ALL_INTERFACES } from "./hosts.js";
+import { LOOPBACK } from "./hosts.js";
 
 interface HubCommandOptions {
   config: string;
@@ -28,7 +28,7 @@ export function registerHub(program: Command): void {
     .option("--store <url>", "duckdb:PATH (default: vigil.duckdb in the data dir) or postgres://…")
     .option("--bus <url>", "consume published messages from NATS JetStream at nats://HOST:PORT")
     .option("--data-dir <dir>", "signing keys, dead-letter file, embedded store", DEFAULT_DATA_DIR)
-    .option("--host <host>", "address to listen on", ALL_INTERFACES)
+    .option("--host <host>", "address to listen on (0.0.0.0: every interface)", LOOPBACK)
     .option("--port <port>", "port to listen on (default: hub.port of the setup)")
     .option(
       "--gateway <url>",
