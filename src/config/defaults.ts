@@ -284,6 +284,15 @@ export const MAX_SEMI_SPACE_MB = 16; // MB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
 export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**
+ * Room a link frame keeps for the changes batched before a large one: a batch closes once its
+ * changes are estimated at LINK_BATCH_TARGET_BYTES, and a UTF-16 code unit is at most 6 bytes of
+ * JSON text (`\u0001`). A dataview or row the probe takes must fit `limits.linkFrameBytes` less
+ * this, so the frame that carries it never passes the limit the gateway enforces.
+ */
+export const LINK_FRAME_HEADROOM_BYTES = 6 * LINK_BATCH_TARGET_BYTES; // 768 KiB
+/** The smallest `limits.linkFrameBytes`: the headroom and as much again for one change. */
+export const MIN_LINK_FRAME_BYTES = 2 * LINK_FRAME_HEADROOM_BYTES; // 1.5 MiB
+/**
  * Columns and cell length a gateway accepts on a link whatever its setup says. The setup's limits
  * are enforced where data enters (the probe's ingest endpoints); the link only refuses what no
  * probe can produce, so a reload that lowers a limit never breaks the links of probes that hold

@@ -36,6 +36,7 @@ import {
   DEFAULT_SECURITY_ENABLED,
   DEFAULT_TOKEN_LIFETIME,
   DEFAULT_VERIFY_CLIENT_CERTIFICATE,
+  MIN_LINK_FRAME_BYTES,
 } from "./defaults.js";
 
 export const PLUGINS = ["rest-api", "fkm"] as const;
@@ -377,7 +378,10 @@ const limits = {
     attributeValueBytes: limit(DEFAULT_DATA_LIMITS.attributeValueBytes, "bytes of an attribute value"),
     attributesPerEntity: limit(DEFAULT_DATA_LIMITS.attributesPerEntity, "attributes of one managed entity"),
     cellBytes: limit(DEFAULT_DATA_LIMITS.cellBytes, "bytes of a cell or headline value"),
-    linkFrameBytes: limit(DEFAULT_DATA_LIMITS.linkFrameBytes, "bytes of one probe-link frame"),
+    linkFrameBytes: {
+      ...limit(DEFAULT_DATA_LIMITS.linkFrameBytes, "bytes of one probe-link frame"),
+      minimum: MIN_LINK_FRAME_BYTES,
+    },
     jsonDepth: limit(DEFAULT_DATA_LIMITS.jsonDepth, "nesting of arrays and objects in untrusted JSON"),
   },
   additionalProperties: false,

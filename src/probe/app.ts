@@ -201,6 +201,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     maxColumns: limits.maxColumnsPerDataview,
     maxCellLength: limits.maxCellLength,
     nameBytes: data().nameBytes,
+    linkFrameBytes: data().linkFrameBytes,
   });
 
   const addressOf = (sampler: SamplerState, dataview: string): DataviewAddress => ({

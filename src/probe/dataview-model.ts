@@ -16,6 +16,7 @@
  * Row cells are arrays in column order that are never changed after they are stored (a write
  * stores a new array), so a state snapshot for the link can hold them without copying.
  */
+import { LINK_FRAME_HEADROOM_BYTES } from "../config/defaults.js";
 import { VigilError } from "../errors/catalog.js";
 import { overBytes } from "../limits/data-limits.js";
 import { limitError, quoted } from "../limits/limit-refusals.js";
@@ -43,6 +44,8 @@ export interface DataviewLimits {
   readonly maxCellLength: number;
   /** Longest row name (the first column's value), in bytes of UTF-8 (`limits.nameBytes`). */
   readonly nameBytes: number;
+  /** The link frame limit (`limits.linkFrameBytes`): a change must fit it, less LINK_FRAME_HEADROOM_BYTES. */
+  readonly linkFrameBytes: number;
 }
 
 /** A row as GET shows it: cells in a prototype-less object, every column present. */
@@ -198,6 +201,7 @@ export class DataviewModel {
       if (overBytes(name, limits.nameBytes)) throw rowNameTooLong(`Row ${index}`, name, limits.nameBytes);
     });
 
+    checkFitsFrame("The dataview", columns, kept, limits.linkFrameBytes);
     this.columns = columns;
     this.columnIndex = columnIndex;
     this.rows = new Map();
@@ -298,6 +302,7 @@ export class DataviewModel {
     if (target === undefined && this.rows.size >= limits.rowLimit) {
       throw new VigilError("ROW_LIMIT_REACHED", { dataview: this.address.dataview, limit: limits.rowLimit });
     }
+    checkFitsFrame("The row", added, [body], limits.linkFrameBytes);
 
     for (const column of added) {
       this.columnIndex.set(column, this.columns.length);
@@ -571,6 +576,47 @@ export class DataviewModel {
 }
 
 /** The 400 for a row name (a first column's value) longer than `limits.nameBytes`. */
+/**
+ * Throws LIMIT_EXCEEDED (`linkFrameBytes`) when `rows` under `columns` would not travel to the
+ * gateway in one link frame (less LINK_FRAME_HEADROOM_BYTES for the changes batched before it):
+ * refused here, the client is told, where a frame past the limit would close the link at every
+ * try. Counting UTF-16 code units bounds the JSON bytes (at most 6 each) without encoding anything;
+ * only a change that may not fit is measured exactly.
+ */
+function checkFitsFrame(
+  what: string,
+  columns: readonly string[],
+  rows: readonly RowCells[],
+  linkFrameBytes: number,
+): void {
+  const room = linkFrameBytes - LINK_FRAME_HEADROOM_BYTES;
+  let units = 64;
+  for (const column of columns) units += column.length + 3;
+  for (const row of rows) {
+    units += 32;
+    for (const value of row.values()) units += 2 * (value.length + 3); // in the cells and as the name
+  }
+  if (units * 6 <= room) return;
+  let bytes = 64;
+  for (const column of columns) bytes += jsonBytes(column) + 1;
+  for (const row of rows) {
+    bytes += 32;
+    for (const value of row.values()) bytes += 2 * (jsonBytes(value) + 1);
+  }
+  if (bytes > room)
+    throw limitError(
+      "linkFrameBytes",
+      `${what}, encoded for the probe link (which keeps ${LINK_FRAME_HEADROOM_BYTES} bytes of each frame for the changes beside it)`,
+      bytes + LINK_FRAME_HEADROOM_BYTES,
+      linkFrameBytes,
+    );
+}
+
+/** Bytes of `text` as a JSON string, quotes included. */
+function jsonBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text), "utf8");
+}
+
 function rowNameTooLong(where: string, name: string, nameBytes: number): VigilError {
   return limitError("nameBytes", `${where}, its name ${quoted(name)}`, Buffer.byteLength(name), nameBytes);
 }

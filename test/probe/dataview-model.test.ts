@@ -16,6 +16,7 @@ const limits = (rowLimit = 200, maxColumns = 256) => ({
   maxColumns,
   maxCellLength: 64,
   nameBytes: 1024,
+  linkFrameBytes: 8 * 1024 * 1024,
 });
 
 function apply(model: DataviewModel, step: Step): Change[] {
@@ -446,5 +447,46 @@ describe("DataviewModel: incremental names and changes agree with the whole-data
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("DataviewModel: what cannot travel in one link frame is refused, and the model stays", () => {
+  const frame = 2 * 1024 * 1024; // a 2 MiB limits.linkFrameBytes: 1.25 MiB for one change
+  const small = { ...limits(), maxCellLength: 1 << 20, linkFrameBytes: frame };
+  const address = { managedEntity: "me", sampler: "s", samplerType: "", dataview: "dv" };
+  const refused = (run: () => unknown) =>
+    assert.throws(run, (error: unknown) => {
+      assert.ok(error instanceof VigilError);
+      assert.equal(error.code, "LIMIT_EXCEEDED");
+      assert.match(error.message, /limits\.linkFrameBytes \(2097152\)/);
+      return true;
+    });
+
+  test("a dataview whose rows encode past the frame (less its headroom) is refused before it replaces the rows", () => {
+    const model = new DataviewModel(address);
+    model.replace([cellsOf({ name: "a", v: "1" })], [], small);
+    // 20 rows of 64 KiB: 1.3 MB of text, more than 1.25 MiB once encoded.
+    const rows = Array.from({ length: 20 }, (_, i) => cellsOf({ name: `r${i}`, v: "x".repeat(65_536) }));
+    refused(() => model.replace(rows, [], small));
+    assert.deepEqual(
+      model.state().rows.map((r) => r.name),
+      ["a"],
+      "the rows before stay",
+    );
+    // Control characters are 6 bytes each in JSON: counted as such.
+    refused(() => model.replace([cellsOf({ name: "c", v: "\u0001".repeat(250_000) })], [], small));
+    // Within the room: taken.
+    model.replace(rows.slice(0, 8), [], small);
+    assert.equal(model.state().rows.length, 8);
+  });
+
+  test("a row whose cells encode past the frame is refused; the row stays as it was", () => {
+    const model = new DataviewModel(address);
+    model.replace([cellsOf({ name: "a", v: "1" })], [], small);
+    const wide = cellsOf(
+      Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`c${i}`, "y".repeat(65_536)])),
+    );
+    refused(() => model.putRow("a", wide, { ...small, maxColumns: 256 }));
+    assert.deepEqual(model.row("a")?.cells, Object.assign(Object.create(null), { name: "a", v: "1" }));
   });
 });

@@ -167,6 +167,14 @@ const attacks: {
     body: "message",
   },
   {
+    // 140 rows of 60,000 bytes: 8.4 MB, within the 10 MiB body limit, past the 8 MiB link frame.
+    name: "a dataview whose rows would not fit one link frame",
+    limit: "linkFrameBytes",
+    method: "PUT",
+    path: `${DV}/huge`,
+    body: JSON.stringify(Array.from({ length: 140 }, (_, i) => ({ name: `r${i}`, v: long(60_000) }))),
+  },
+  {
     name: "a Column-Order name of 2,000 bytes",
     limit: "nameBytes",
     method: "PUT",
