@@ -128,10 +128,14 @@ describe("limits at the hub's bus consumer", { skip: reachable ? false : NATS_SK
         (await entities(base)).some((e) => e.attributes["svc.name"] === "valid-behind") ? true : undefined,
       "the valid message behind the refused ones to be stored",
     );
-    const letters = readFileSync(join(dir.path, DEAD_LETTER_FILE), "utf8")
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => JSON.parse(l) as { id: string; reason: string });
+    // Dead letters are written beside the store's commits, not before them: read once all are there.
+    const letters = await until(async () => {
+      const written = readFileSync(join(dir.path, DEAD_LETTER_FILE), "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { id: string; reason: string });
+      return attacks.every((_, i) => written.some((l) => l.id === `bad-${i}`)) ? written : undefined;
+    }, "every refused message in the dead-letter file");
     attacks.forEach((attack, i) => {
       const letter = letters.find((l) => l.id === `bad-${i}`);
       assert.ok(letter, `${attack.name}: dead-lettered`);

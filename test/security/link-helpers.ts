@@ -53,7 +53,7 @@ export interface TestGateway {
 
 /** A started gateway for `setupText` (default {@link SETUP_TEXT}). */
 export async function startGateway(
-  options: { setupText?: string; linkTuning?: GatewayLinkTuning } = {},
+  options: { setupText?: string; linkTuning?: GatewayLinkTuning; port?: number } = {},
 ): Promise<TestGateway> {
   const lines: string[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
@@ -64,7 +64,7 @@ export async function startGateway(
     logger,
     ...(options.linkTuning === undefined ? {} : { linkTuning: options.linkTuning }),
   });
-  const url = await gateway.start(0, "127.0.0.1");
+  const url = await gateway.start(options.port ?? 0, "127.0.0.1");
   return {
     gateway,
     publisher,

@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
+import { MIN_LINK_FRAME_BYTES } from "../../src/config/defaults.js";
 import { LinkSecret } from "../../src/config/link-secret.js";
 import { DEFAULT_DATA_LIMITS } from "../../src/limits/data-limits.js";
 import { CLOSE_HELLO_TIMEOUT, CLOSE_TOO_BIG, CLOSE_TOO_DEEP } from "../../src/link/protocol.js";
@@ -83,7 +84,7 @@ describe("links that do not say hello", () => {
 });
 
 describe("frames a link may not send", () => {
-  const SMALL_FRAME = 64 * 1024; // bytes
+  const SMALL_FRAME = MIN_LINK_FRAME_BYTES; // 1.5 MiB, the smallest limits.linkFrameBytes
   let gw: TestGateway;
   let small: TestGateway;
   before(async () => {
@@ -108,9 +109,9 @@ describe("frames a link may not send", () => {
 
   test("fragments are counted together: unfinished fragments past limits.linkFrameBytes close the link", async () => {
     const link = await opened(small.url, P1_SECRET);
-    const chunk = "y".repeat(16 * 1024);
-    // A text message in fragments that never ends (no fin): 5 × 16 KiB > 64 KiB.
-    for (let i = 0; i < 5; i += 1) link.socket.send(chunk, { fin: false });
+    const chunk = "y".repeat(512 * 1024);
+    // A text message in fragments that never ends (no fin): 4 × 512 KiB > 1.5 MiB.
+    for (let i = 0; i < 4; i += 1) link.socket.send(chunk, { fin: false });
     assert.equal((await link.closed).code, CLOSE_TOO_BIG);
   });
 
@@ -161,8 +162,13 @@ describe("frames a link may not send", () => {
 });
 
 describe("a probe whose frame the gateway refuses as too large", () => {
+  // The probe refuses at ingest what would not fit a frame; a frame can still be too large when the
+  // gateway comes back with a lower limits.linkFrameBytes while the probe holds data taken under
+  // the old one (its state is sent again on the new link).
   test("logs it and retries after its longest back-off, not at once", async () => {
-    const gw = await startGateway({ setupText: `${SETUP_TEXT}limits: { linkFrameBytes: 65536 }\n` });
+    const wide = `${SETUP_TEXT.replace("gateway: { name: GW-SEC, port: 0 }", "gateway: { name: GW-SEC, port: 0, maxCellLength: 100000 }")}`;
+    let gw = await startGateway({ setupText: wide });
+    const port = Number(new URL(gw.url).port);
     const lines: string[] = [];
     const probe = buildProbe({
       name: "p1",
@@ -173,12 +179,22 @@ describe("a probe whose frame the gateway refuses as too large", () => {
     try {
       const { http } = await probe.start();
       await eventually(() => gw.gateway.links().find((l) => l.state === "up"), "the link");
-      const rows = Array.from({ length: 40 }, (_, i) => ({ name: `r${i}`, v: "x".repeat(2_000) }));
+      // One row of 40 cells of 50,000 bytes: 2 MB, within the default 8 MiB frame.
+      const row = Object.fromEntries([
+        ["name", "r1"],
+        ...Array.from({ length: 40 }, (_, i) => [`c${i}`, "x".repeat(50_000)]),
+      ]);
       const put = await fetch(`${http}/v1/managedEntity/me1/sampler/s1/dataview/big`, {
         method: "PUT",
-        body: JSON.stringify(rows),
+        body: JSON.stringify([row]),
       });
       assert.equal(put.status, 200);
+      await eventually(() => gw.publisher.messages.find((m) => m.type === "table"), "the row at the gateway");
+      await gw.stop();
+      gw = await startGateway({
+        setupText: `${wide}limits: { linkFrameBytes: ${MIN_LINK_FRAME_BYTES} }\n`,
+        port,
+      });
       const refused = await eventually(
         () =>
           lines
@@ -187,8 +203,8 @@ describe("a probe whose frame the gateway refuses as too large", () => {
         "the probe's error line",
       );
       assert.match(String(refused.msg), /too large or too deep/);
-      // The retry waits for the longest back-off (10 min here): no second connection meanwhile.
-      assert.equal(probe.linkStatus().connections, 1);
+      // The retry waits for the longest back-off (10 min here): no third connection meanwhile.
+      assert.equal(probe.linkStatus().connections, 2);
       assert.equal(probe.linkStatus().state, "down");
     } finally {
       await probe.stop(100);
