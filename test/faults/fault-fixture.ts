@@ -6,10 +6,24 @@
  */
 import assert from "node:assert/strict";
 import type { MessageOf } from "../../src/messages/types.js";
+import { writeSecretFile } from "../helpers/vigil-process.js";
 import { P1_SECRET } from "../link/helpers.js";
 
 /** Probe p1's link secret in {@link faultSetup}; `vigil probe` gets it with `--link-secret-file`. */
 export const FAULT_P1_SECRET = P1_SECRET;
+
+/** `vigil probe` linked to `gatewayUrl` as p1, its secret in a file (mode 0600) in `dir`. */
+export function probeArgs(dir: string, gatewayUrl: string): string[] {
+  return [
+    "probe",
+    "--gateway",
+    gatewayUrl,
+    "--name",
+    "p1",
+    "--link-secret-file",
+    writeSecretFile(dir, "p1.secret", FAULT_P1_SECRET),
+  ];
+}
 
 /** The managed entity, sampler, dataview and row the probe pushes go to. */
 export const PUSH = { entity: "me1", sampler: "s", dataview: "dv", row: "r", column: "v" } as const;

@@ -19,24 +19,17 @@ import { countSamples } from "../helpers/hub-query.js";
 import { PrivateNats, tableMessage, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { mountTmpfs, PRIVATE_NATS_SKIP, type Tmpfs } from "../helpers/private-services.js";
-import {
-  eventually,
-  startVigil,
-  tempDir,
-  type VigilProcess,
-  writeFile,
-  writeSecretFile,
-} from "../helpers/vigil-process.js";
+import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
   backfillValues,
   duplicatesIn,
-  FAULT_P1_SECRET,
   faultSetup,
   missingFrom,
   PUSH,
   Pusher,
   postBackfill,
+  probeArgs,
   storedValues,
   within,
 } from "./fault-fixture.js";
@@ -145,15 +138,7 @@ describe("fault: a full disk", {
     );
     const gateway = start(["gateway", "--config", config, "--data-dir", join(dir.path, "gw")]);
     const gatewayUrl = await within("the gateway", START_MS, gateway.url("gateway"));
-    const probe = start([
-      "probe",
-      "--gateway",
-      gatewayUrl,
-      "--name",
-      "p1",
-      "--link-secret-file",
-      writeSecretFile(dir.path, "p1.secret", FAULT_P1_SECRET),
-    ]);
+    const probe = start(probeArgs(dir.path, gatewayUrl));
     const pusher = new Pusher(await within("the probe", START_MS, probe.url("probe", "p1")), "filesink");
     pushers.push(pusher);
     await pusher.start();

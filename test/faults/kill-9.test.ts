@@ -20,23 +20,16 @@ import { after, before, describe, test } from "node:test";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP } from "../helpers/private-services.js";
-import {
-  eventually,
-  startVigil,
-  tempDir,
-  type VigilProcess,
-  writeFile,
-  writeSecretFile,
-} from "../helpers/vigil-process.js";
+import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
   Backfiller,
   duplicatesIn,
-  FAULT_P1_SECRET,
   faultSetup,
   missingFrom,
   PUSH,
   Pusher,
+  probeArgs,
   storedValues,
   within,
 } from "./fault-fixture.js";
@@ -82,15 +75,7 @@ describe("fault: kill -9 of each process mid-ingest, then a restart", { skip, ti
     gatewayUrl = await within("the gateway", START_MS, gateway.url("gateway"));
   };
   const startProbe = async (): Promise<string> => {
-    probe = start([
-      "probe",
-      "--gateway",
-      gatewayUrl,
-      "--name",
-      "p1",
-      "--link-secret-file",
-      writeSecretFile(dir.path, "p1.secret", FAULT_P1_SECRET),
-    ]);
+    probe = start(probeArgs(dir.path, gatewayUrl));
     return within("the probe", START_MS, probe.url("probe", "p1"));
   };
   const kill9 = async (p: VigilProcess): Promise<void> => {

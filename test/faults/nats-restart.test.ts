@@ -14,21 +14,14 @@ import { LINK_BATCH_CHANGES } from "../../src/config/defaults.js";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP } from "../helpers/private-services.js";
-import {
-  eventually,
-  startVigil,
-  tempDir,
-  type VigilProcess,
-  writeFile,
-  writeSecretFile,
-} from "../helpers/vigil-process.js";
+import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   duplicatesIn,
-  FAULT_P1_SECRET,
   faultSetup,
   missingFrom,
   PUSH,
   Pusher,
+  probeArgs,
   storedValues,
   within,
 } from "./fault-fixture.js";
@@ -89,15 +82,7 @@ describe("fault: NATS restarted under load", { skip, timeout: 170_000 }, () => {
     const gateway = start(["gateway", "--config", config, "--data-dir", join(dir.path, "gw")]);
     const hubUrl = await within("the hub", START_MS, hub.url("hub"));
     const gatewayUrl = await within("the gateway", START_MS, gateway.url("gateway"));
-    const probe = start([
-      "probe",
-      "--gateway",
-      gatewayUrl,
-      "--name",
-      "p1",
-      "--link-secret-file",
-      writeSecretFile(dir.path, "p1.secret", FAULT_P1_SECRET),
-    ]);
+    const probe = start(probeArgs(dir.path, gatewayUrl));
     const push = new Pusher(await within("the probe", START_MS, probe.url("probe", "p1")));
     pusher = push;
     await push.start();

@@ -13,24 +13,17 @@ import postgres from "postgres";
 import { PrivateNats, uniqueNames } from "../helpers/nats.js";
 import { needs } from "../helpers/needs.js";
 import { PRIVATE_NATS_SKIP, PrivatePostgres } from "../helpers/private-services.js";
-import {
-  eventually,
-  startVigil,
-  tempDir,
-  type VigilProcess,
-  writeFile,
-  writeSecretFile,
-} from "../helpers/vigil-process.js";
+import { eventually, startVigil, tempDir, type VigilProcess, writeFile } from "../helpers/vigil-process.js";
 import {
   BACKFILL_ENTITY,
   Backfiller,
   duplicatesIn,
-  FAULT_P1_SECRET,
   faultSetup,
   missingFrom,
   PUSH,
   Pusher,
   postBackfill,
+  probeArgs,
   within,
 } from "./fault-fixture.js";
 
@@ -103,15 +96,7 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
     const gateway = start(["gateway", "--config", config, "--data-dir", join(dir.path, "gw")]);
     const hubUrl = await within("the hub", 60_000, hub.url("hub"));
     const gatewayUrl = await within("the gateway", 60_000, gateway.url("gateway"));
-    const probe = start([
-      "probe",
-      "--gateway",
-      gatewayUrl,
-      "--name",
-      "p1",
-      "--link-secret-file",
-      writeSecretFile(dir.path, "p1.secret", FAULT_P1_SECRET),
-    ]);
+    const probe = start(probeArgs(dir.path, gatewayUrl));
     const push = new Pusher(await within("the probe", 60_000, probe.url("probe", "p1")));
     pusher = push;
     await push.start();
