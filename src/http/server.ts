@@ -68,7 +68,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT_BYTES,
-    ...(options.maxParamLength === undefined ? {} : { maxParamLength: options.maxParamLength }),
+    ...(options.maxParamLength === undefined
+      ? {}
+      : { routerOptions: { maxParamLength: options.maxParamLength } }),
     // Nesting and size limits for JSON bodies are enforced by the body limit and by the parsers
     // of each API; prototype poisoning is refused outright.
     onProtoPoisoning: "error",
