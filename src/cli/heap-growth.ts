@@ -1,5 +1,5 @@
 /**
- * The heap growth of a long-running vigil process (issue 12): V8 lets the heap grow past what
+ * The heap growth of a long-running vigil process: V8 lets the heap grow past what
  * survived the last full garbage collection by a factor it picks from the machine's memory and the
  * collector's speed, up to 4×, so a process that keeps ~40 MB live under load held 150–160 MB of old
  * space. {@link HEAP_GROWING_PERCENT} fixes the factor. V8 reads the flag at every full collection,

@@ -1,5 +1,5 @@
 /**
- * The young generation of a long-running vigil process (issue 12). V8 sizes its semi-spaces when
+ * The young generation of a long-running vigil process. V8 sizes its semi-spaces when
  * the process starts: Node 20's at most 16 MB, Node 24's from the machine's memory (64 MB on a
  * 24 GiB machine, a new space of 128 MB that the rows a probe keeps replacing fill), and nothing
  * set later changes it (`v8.setFlagsFromString` does for the heap's growth, heap-growth.ts, not

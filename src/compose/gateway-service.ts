@@ -37,7 +37,7 @@ export interface GatewayService extends RunningService {
 /** Builds the publish targets and the gateway, and listens; resolves once the gateway serves. */
 export async function startGatewayService(options: GatewayServiceOptions): Promise<GatewayService> {
   const { setup, logger } = options;
-  // Data dir 0700 and files 0600 (umask 0077) for its state and file sinks (issue 10).
+  // Data dir 0700 and files 0600 (umask 0077) for its state and file sinks.
   await preparePrivateDir(options.dataDir);
   // The gateway's self-metrics registry: its JetStream targets report there, /metrics serves it.
   const metrics = createMetricsRegistry();

@@ -42,7 +42,7 @@ export function natsNames(setup: Setup): { stream: string; subjectPrefix: string
 /** Opens the store, starts consuming and listens; resolves once the hub serves. */
 export async function startHubService(options: HubServiceOptions): Promise<RunningService> {
   const { setup, logger } = options;
-  // Data dir 0700 and files 0600 (umask 0077), before the store creates its files (issue 10).
+  // Data dir 0700 and files 0600 (umask 0077), before the store creates its files.
   await preparePrivateDir(options.dataDir);
   const store = await openStore(options.storeUrl, options.dataDir, {
     maxSeriesPerEntity: setup.hub.maxSeriesPerEntity,

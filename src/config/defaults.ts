@@ -85,7 +85,7 @@ export const TOKEN_GRANT_CACHE_ENTRIES = 10_000; // tokens
 /** How long a gateway waits for the hub's answer on a token's grant. */
 export const TOKEN_GRANT_TIMEOUT_MS = 5_000; // 5 s
 
-// Token endpoints (DESIGN 5.4, issue 10; docs/security.md): what a flood of guesses can cost.
+// Token endpoints (DESIGN 5.4; docs/security.md): what a flood of guesses can cost.
 /** Token requests one remote address (an IPv6 /64) may burst, then refilled at the rate below. */
 export const TOKEN_ADDRESS_BURST = 30; // requests
 export const TOKEN_ADDRESS_RATE = 5; // requests per second
@@ -113,17 +113,17 @@ export const DEFAULT_BODY_LIMIT_BYTES = 10 * 1024 * 1024; // 10 MiB
 export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
 /**
  * Messages of a backfill body committed per store transaction: the next part is parsed and checked
- * while the store claims and commits the previous one (issue 12), as many as the in-process bus
+ * while the store claims and commits the previous one, as many as the in-process bus
  * hands the hub at most.
  */
 export const BACKFILL_PART_MESSAGES = 5_000; // messages
 /**
  * Worker threads that parse backfill bodies, at most (one per core the hub may use below that):
- * slices of one body go to each in turn, so the store's next part is ready sooner (issue 12).
+ * slices of one body go to each in turn, so the store's next part is ready sooner.
  */
 export const BACKFILL_PARSE_WORKERS_MAX = 2;
 /**
- * Slow and idle clients (issue 10, docs/security.md): a request's headers must arrive within
+ * Slow and idle clients (docs/security.md): a request's headers must arrive within
  * HTTP_HEADERS_TIMEOUT_MS and the whole request within HTTP_REQUEST_TIMEOUT_MS (a 10 MiB body at
  * 2 Mbit/s takes 40 s), checked every HTTP_TIMEOUT_CHECK_MS; an idle keep-alive connection closes
  * after HTTP_KEEP_ALIVE_TIMEOUT_MS. Responses (the message tap's stream) are not limited.
@@ -201,7 +201,7 @@ export const NATS_MAX_ACK_PENDING = 20_000; // messages
 /** Longest one pull request waits for messages; a shorter one costs a request per interval when idle. */
 export const NATS_FETCH_EXPIRES_MS = 2_000; // ms (the client's minimum is 1 s)
 
-// Probe link, gateway and hub bounds (issue 6)
+// Probe link, gateway and hub bounds
 /** Batches waiting for the consumer before publish is refused. */
 export const MEMORY_BUS_MAX_PENDING_BATCHES = 64; // batches
 /** Dataviews one sampler may hold on the gateway; the probe refuses more (PROBE_MAX_DATAVIEWS_PER_SAMPLER). */
@@ -249,7 +249,7 @@ export const MEMORY_CHECK_INTERVAL_MS = 250; // ms
  * Bounds of DuckDB's `memory_limit`, which the hub sizes from the machine (duckdb-settings.ts): an
  * eighth of the memory the process may use (the smaller of the machine's and its cgroup's limit),
  * within these bounds. The upper bound keeps `vigil up` under the end-to-end load below 512 MiB of
- * RSS (issue 12; docs/performance.md): DuckDB fills its buffer pool up to the limit before it evicts.
+ * RSS (docs/performance.md): DuckDB fills its buffer pool up to the limit before it evicts.
  * Sorting and joins spill to DuckDB's temporary folder beside the file past it; an aggregation that
  * cannot spill fails the query (logged).
  */
@@ -269,7 +269,7 @@ export const STORE_PING_TIMEOUT_MS = 5_000; // ms
  * in percent (V8's `--heap-growing-percent`, set at start by run-service.ts unless the process was
  * started with its own). V8's default grows it up to 4× on a machine with memory to spare: under
  * the end-to-end load `vigil up` kept ~40 MB live and let its old space reach 150–160 MB between
- * collections (issue 12; docs/performance.md). 100 means 2×.
+ * collections (docs/performance.md). 100 means 2×.
  */
 export const HEAP_GROWING_PERCENT = 100; // percent
 /**
@@ -277,8 +277,8 @@ export const HEAP_GROWING_PERCENT = 100; // percent
  * `--max-semi-space-size`, set when the process starts by young-generation.ts unless it was started
  * with its own). Node 20's V8 bounds it at 16 MB on a 64-bit machine; Node 24's sizes it from the
  * machine's memory, 64 MB on a 24 GiB machine (a new space of 128 MB), and `vigil up` peaked at
- * 564–574 MiB under the end-to-end load there against 405 MiB on Node 20 (issue 12;
- * docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
+ * 564–574 MiB under the end-to-end load there against 405 MiB on Node 20
+ * (docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
  */
 export const MAX_SEMI_SPACE_MB = 16; // MB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
@@ -346,7 +346,7 @@ export const NATS_LAG_CHECK_MS = 50; // ms
 export const PROBE_BACKLOG_WAIT_MS = 250; // ms
 export const PROBE_BACKLOG_WAITERS = 8; // requests
 
-// Gateway events and state (DESIGN 4.1–4.3, issue 8)
+// Gateway events and state (DESIGN 4.1–4.3)
 /** Snoozes plus user assignments the gateway holds at once; a command beyond is refused (409). */
 export const GATEWAY_MAX_ITEM_STATES = 10_000; // snoozes + assignments
 /**
@@ -361,7 +361,7 @@ export const GATEWAY_SEVERITIES_FILE = "gateway-severities.json";
 /** Longest `user`, `comment`, `assignedTo` or `untilValueNot` text of a command. */
 export const COMMAND_MAX_TEXT = 4_096; // UTF-16 code units
 
-// Self-metrics (issue 13): Prometheus text format at METRICS_PATH on every process
+// Self-metrics: Prometheus text format at METRICS_PATH on every process
 /** Where every vigil process serves its self-metrics. */
 export const METRICS_PATH = "/metrics";
 /** Buckets of the HTTP request duration histogram, in seconds (0.5 ms to 10 s). */

@@ -1,5 +1,5 @@
 /**
- * File permissions of the data dir (issue 10; docs/security.md): it holds the token signing key,
+ * File permissions of the data dir (docs/security.md): it holds the token signing key,
  * the store's files and dead letters (message contents), so the folder is 0700 and every file in
  * it 0600, owner only. vigil creates them so; at start the hub looks through the folder and logs a
  * warning for anything looser (a folder copied with `cp -r`, a key restored from a backup), without

@@ -106,7 +106,7 @@ export interface GatewayOptions {
   /** Epoch ms for commands and `until*` times; default Date.now (tests pass a controllable clock). */
   readonly clock?: () => number;
   /**
-   * The self-metrics registry `/metrics` serves (issue 13); default a new one. The gateway service
+   * The self-metrics registry `/metrics` serves; default a new one. The gateway service
    * passes the one its JetStream publish targets report to.
    */
   readonly metrics?: Registry;
@@ -304,7 +304,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const taps = new Set<{ end(reason?: string): void }>();
   let tapDropped = 0;
-  // Self-metrics (issue 13): with security enabled, a scrape needs a hub token with `read`.
+  // Self-metrics: with security enabled, a scrape needs a hub token with `read`.
   registerGatewayMetrics(metrics, {
     publisher: () => publisher.status(),
     links: () => links.status(),
@@ -321,7 +321,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   // Live message tap (DESIGN 4.3): server-sent events, `event:` the type, `data:` one JSON line.
-  // Bounded (issue 10): at most TAP_MAX_CLIENTS clients; a client that reads slower than messages
+  // Bounded: at most TAP_MAX_CLIENTS clients; a client that reads slower than messages
   // come is let go once TAP_MAX_BUFFERED_BYTES wait; a stream opened with a token ends when the
   // token expires. Each ending sends a final `event: end` with the reason, and the connection is
   // cut TAP_END_GRACE_MS later if the client has not read it by then.

@@ -1,5 +1,5 @@
 /**
- * The gateway's self-metrics (issue 13), read at scrape time from the publisher's and the probe
+ * The gateway's self-metrics, read at scrape time from the publisher's and the probe
  * links' status (what `GET /v1/status` shows), the message tap and memory protection; and the
  * JetStream publish targets' latency histogram and counters.
  *

@@ -149,7 +149,7 @@ const rowTemplates = new WeakMap<readonly string[], object | null>();
  * A prototype-less record of a row, for one message (column names are data). Such a record made
  * key by key is a dictionary, slow to build and to walk (the schema check, the sinks): from the
  * second row with the same columns it is a copy of a template with those keys, which V8 keeps in
- * its fast form, then its prototype removed (issue 12). Same keys, order and values either way.
+ * its fast form, then its prototype removed. Same keys, order and values either way.
  */
 function rowObject(row: RowRecord): Record<string, string> {
   const { columns, cells } = row;
@@ -205,7 +205,7 @@ export class Hierarchy implements ItemLookup {
   readonly events: SeverityEngine | undefined;
   /**
    * Set once any row is stored with cell severities (only sampler-made dataviews have them): until
-   * then the engine's per-row question for them has the answer "none" without a lookup (issue 12).
+   * then the engine's per-row question for them has the answer "none" without a lookup.
    */
   private severitiesSeen = false;
   /** The last instant turned into an ISO string and that string: a batch's changes share instants. */

@@ -72,7 +72,7 @@ function metricsTarget(context: MetricsContext): HeadlineTarget {
   };
 }
 
-/** The target of a table message: a headline's target and then `row` (one object, issue 12). */
+/** The target of a table message: a headline's target and then `row` (one object). */
 function tableTarget(context: MetricsContext, row: string): TableTarget {
   const { address } = context;
   return {

@@ -1,5 +1,5 @@
 /**
- * Limits that keep slow, idle or greedy clients from starving the others (issue 10): a cap on open
+ * Limits that keep slow, idle or greedy clients from starving the others: a cap on open
  * connections per server and per remote address (beyond either, a new connection is closed at once,
  * counted, and logged once per minute), next to the header, request and keep-alive timeouts that
  * `createHttpApp` gives Node's server. The per-address map holds only addresses with an open

@@ -15,7 +15,7 @@ const BYTES_PER_MB = 1024 * 1024;
 export class MemoryProtection {
   private checkedAt = Number.NEGATIVE_INFINITY;
   private rssBytes = 0;
-  /** Requests `check()` refused since the process started (self-metrics, issue 13). */
+  /** Requests `check()` refused since the process started (self-metrics). */
   private rejections = 0;
 
   /**

@@ -1,6 +1,6 @@
 /**
  * The logger Fastify gives each request (`request.log`), made only when the request logs
- * (issue 12: no per-request logger where the answer does not need one). Fastify's own factory makes
+ * (no per-request logger where the answer does not need one). Fastify's own factory makes
  * a pino child with the request id for every request, though a served request logs nothing
  * (request logging is off, createHttpApp); this one hands out a small object that makes that same
  * child at the first call on it and forwards to it from then on.

@@ -41,7 +41,7 @@ export function resource(
   handlers: Partial<Record<"GET" | "POST" | "PUT" | "DELETE", Handler>>,
   options: { bodyLimit?: number; onRequest?: OnRequestHook } = {},
 ): void {
-  // A hook of this URL only, so that other routes do not pay for it (issue 12).
+  // A hook of this URL only, so that other routes do not pay for it.
   const onRequest = options.onRequest === undefined ? {} : { onRequest: options.onRequest };
   const allowed = Object.keys(handlers) as ("GET" | "POST" | "PUT" | "DELETE")[];
   const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");

@@ -41,7 +41,7 @@ export interface HttpAppOptions {
   readonly maxParamLength?: number;
 }
 
-/** What bounds slow, idle and greedy clients (issue 10). */
+/** What bounds slow, idle and greedy clients. */
 export interface HttpLimits extends ConnectionLimits {
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
@@ -82,7 +82,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     return503OnClosing: false,
     // One line per request would drown the event log at ingest rates; errors are logged by the handler.
     logController: new LogController({ disableRequestLogging: true }),
-    // So a request that logs nothing gets no logger of its own either (issue 12).
+    // So a request that logs nothing gets no logger of its own either.
     childLoggerFactory: lazyRequestLogger,
     // Errors of the router and of Node's HTTP parser get the API error body too (error-handler.ts).
     frameworkErrors: frameworkErrorHandler,
@@ -107,7 +107,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
         }),
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
   limitConnections(app.server, limits, options.logger);
-  // Before any route, so that every route gets its timer (issue 13).
+  // Before any route, so that every route gets its timer.
   const unmatched =
     options.metrics === undefined
       ? undefined

@@ -133,7 +133,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const log = options.logger.child({ component: "hub" });
   // Both hub.tls files set: HTTPS only (DESIGN 2); read before anything starts, so a bad file stops the start.
   const tls = loadServerTls("hub", setup.hub.tls);
-  // Self-metrics (issue 13): this hub's own registry; query routes are also timed by kind.
+  // Self-metrics: this hub's own registry; query routes are also timed by kind.
   const metrics = createMetricsRegistry();
   const observers = registerHubHistograms(metrics);
   const http = createHttpApp({
@@ -206,7 +206,7 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   registerEventRoutes(http, store);
   resource(http, "/v0/openapi.json", { GET: async () => HUB_OPENAPI });
   await registerMessageRoutes(http, ingester, memory, { refusals });
-  // The web console at `/` (issue 11); its actions go to the gateway through the hub.
+  // The web console at `/`; its actions go to the gateway through the hub.
   const gatewayUrl = defaultGatewayUrl(setup);
   await registerConsole(http, {
     security: setup.hub.security.enabled,

@@ -1,5 +1,5 @@
 /**
- * The hub's self-metrics (issue 13): ingest and dead-letter totals and the consumer's state, read
+ * The hub's self-metrics: ingest and dead-letter totals and the consumer's state, read
  * at scrape time from what `GET /v1/status` shows; and two histograms observed where the work
  * happens: each store commit (the ingester's transaction) and each successful query request.
  */

@@ -1,5 +1,5 @@
 /**
- * Retention (DESIGN 2 `hub.retentionDays`, issue 9): with a maximum age set, the hub removes older
+ * Retention (DESIGN 2 `hub.retentionDays`): with a maximum age set, the hub removes older
  * samples and events at start and then every RETENTION_INTERVAL_MS, through `Store.deleteBefore`
  * (its own connection and short statements: queries and ingest go on). 0, the default, keeps
  * everything. A failed run is logged and tried again at the next interval; runs never overlap.

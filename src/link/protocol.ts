@@ -268,7 +268,7 @@ export function estimateChangeSize(change: Change): number {
     address.sampler.length +
     address.samplerType.length +
     address.dataview.length;
-  // Plain loops and helpers at module level: this runs once per change the probe accepts (issue 12).
+  // Plain loops and helpers at module level: this runs once per change the probe accepts.
   switch (change.kind) {
     case "row":
       size += change.name.length + cellsSize(change.cells);

@@ -301,7 +301,7 @@ function nameOk(value: unknown, max: number, bytes: number): value is string {
 
 /**
  * The common change, a row upsert without severities, checked without building any error path
- * (issue 12: a change per accepted PUT row). Returns what {@link change} returns for it, or
+ * (a change per accepted PUT row). Returns what {@link change} returns for it, or
  * undefined for anything it does not accept at once: {@link change} then decides and names the
  * fault. It accepts nothing {@link change} refuses (the same checks, on a narrower shape).
  */

@@ -45,7 +45,7 @@ const REMEMBERED_DATE_TIMES = 4;
 /**
  * ajv-formats' own `date-time` check (full mode, RFC 3339), remembering the last few strings it
  * found valid: the messages of one batch share their sample time and mostly carry probe times just
- * seen, so the check runs about once per distinct time instead of twice per message (issue 12).
+ * seen, so the check runs about once per distinct time instead of twice per message.
  * A remembered string is one the same check accepted: what passes is unchanged.
  */
 function rememberingDateTime(): FormatDefinition<string> {

@@ -1,5 +1,5 @@
 /**
- * HTTP request metrics of one vigil server (issue 13): `vigil_http_request_duration_seconds`, a
+ * HTTP request metrics of one vigil server: `vigil_http_request_duration_seconds`, a
  * histogram by route, method and status; its `_count` series are the request counters.
  *
  * The `route` label is the pattern the route was registered with (`/v1/managedEntity/:me/…`), never

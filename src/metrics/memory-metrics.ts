@@ -1,5 +1,5 @@
 /**
- * Memory-protection metrics (DESIGN 3.5; issue 13), the same in every server's registry: the
+ * Memory-protection metrics (DESIGN 3.5), the same in every server's registry: the
  * threshold, whether the process is over it, and the requests refused because it was.
  */
 import type { Registry } from "prom-client";

@@ -1,5 +1,5 @@
 /**
- * `GET /metrics` (issue 13): the server's self-metrics in the Prometheus text format.
+ * `GET /metrics`: the server's self-metrics in the Prometheus text format.
  *
  * With security enabled (`hub.security.enabled`) the hub's and the gateway's metrics need a
  * hub-issued bearer token with the `read` role like the rest of their read APIs (DESIGN 5.4a):

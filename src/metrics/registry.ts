@@ -1,5 +1,5 @@
 /**
- * Self-metrics registries (issue 13): every vigil server (probe, gateway, hub) has a registry of its
+ * Self-metrics registries: every vigil server (probe, gateway, hub) has a registry of its
  * own, never prom-client's global default one, so `vigil up` (three servers in one Node process)
  * and tests that start several services in one process never collide on a metric name. What the
  * registries hold is read when Prometheus scrapes (`collect()` over the counters and status objects

@@ -162,7 +162,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     logger: log,
   });
   if (setup !== undefined) mtls.configure(setup);
-  // Self-metrics (issue 13): this probe's own registry, served at /metrics without a token.
+  // Self-metrics: this probe's own registry, served at /metrics without a token.
   const metrics = createMetricsRegistry();
   const accepted: AcceptedTotals = { rows: 0, cells: 0, droppedRows: 0 };
   const http = createHttpApp({
@@ -317,7 +317,7 @@ export function buildProbe(options: ProbeOptions): Probe {
     const params = request.params as DataviewParams;
     checkNames(params);
     if (params.dataview === STREAMS_DATAVIEW) throw new VigilError("RESERVED_DATAVIEW");
-    // `…/dataview/` and `…/row/` route here with an empty name: a name is required (issue 7).
+    // `…/dataview/` and `…/row/` route here with an empty name: a name is required.
     if (params.dataview === "") throw emptyName("dataview", "/dataview/<name>");
     if (params.row === "") throw emptyName("row", "/row/<name>");
     return { sampler: registry.resolve(params.me, params.sampler), params };
@@ -332,7 +332,7 @@ export function buildProbe(options: ProbeOptions): Probe {
 
   // Every write is checked against memory protection and the link's buffer before it changes
   // anything, then hands its changes to the link. With room in the buffer (the common case) the
-  // handler runs at once and its answer is sent without a promise (issue 12: no per-request
+  // handler runs at once and its answer is sent without a promise (no per-request
   // allocation the answer does not need); a throw is a rejection to Fastify either way.
   const ingest =
     (handler: (request: FastifyRequest, reply: FastifyReply) => unknown) =>

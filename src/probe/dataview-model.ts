@@ -4,10 +4,10 @@
  * first column) and a published name: the first row of a base name keeps it, later ones are
  * `<name>_duplicate1`, `<name>_duplicate2`, … skipping a suffix whose name another row has as its
  * base name (rows `x`, `x`, `x_duplicate1` publish as `x`, `x_duplicate2`, `x_duplicate1`), so no
- * two rows ever share a published name (issue 7). Published names are a function of the base names
+ * two rows ever share a published name. Published names are a function of the base names
  * in row order alone ({@link publishedNames}), whatever sequence of writes led there.
  *
- * Work is proportional to the change (issue 6): published names are kept up to date incrementally
+ * Work is proportional to the change: published names are kept up to date incrementally
  * (a map from published name to row and, per base name, its rows in order), and every operation
  * returns the link changes it causes in published terms: a row PUT is one row upsert; a DELETE of
  * a name with duplicates is the upserts of the renumbered rows and one delete; a PUT dataview is
@@ -264,7 +264,7 @@ export class DataviewModel {
     limits: DataviewLimits,
     at: number = Date.now(),
   ): { name: string; changes: Change[] } {
-    // One lookup per sent column (issue 12): its index, or -1 for a column new to the dataview.
+    // One lookup per sent column: its index, or -1 for a column new to the dataview.
     const indexes = new Array<number>(body.size);
     const added: string[] = [];
     let k = 0;
@@ -321,7 +321,7 @@ export class DataviewModel {
     }
     cells[0] = base;
     if (target !== undefined && target.base === base) {
-      // The common write (issue 12): the row keeps its name, so no row is renamed and the only
+      // The common write: the row keeps its name, so no row is renamed and the only
       // change is its upsert (what the general path below gives for it, without its bookkeeping).
       target.cells = cells;
       target.at = at;

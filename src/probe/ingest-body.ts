@@ -3,7 +3,7 @@
  * Content-Type, so curl's default form content type works. Cells may be strings, numbers, booleans
  * or null; they are kept as strings, null as blank; an object or array cell is refused.
  *
- * Values pass through exactly as sent (issue 7): a number cell's text is its JSON source text
+ * Values pass through exactly as sent: a number cell's text is its JSON source text
  * (`9007199254740993`, `1.50`, `1e3`, `-0` stay as written), and columns keep the order they were
  * sent in. `JSON.parse` loses both: numbers become doubles, and objects list array-index-like keys
  * (`"10"`, `"2"`) first, which would change the first column and so the row name. So the body is
@@ -12,7 +12,7 @@
  * each row's key order in a `Map`. When it refuses a body, `JSON.parse` and a walk over its value
  * say what is wrong (their messages are the 400 bodies); the reader accepts nothing that
  * `JSON.parse` refuses (test/probe/ingest-exact.test.ts checks both ways on random texts).
- * Measured on a 1 KB row body and a 200-row dataview body (issue 7 report): as fast as the
+ * Measured on a 1 KB row body and a 200-row dataview body: as fast as the
  * previous `JSON.parse` and walk for string cells, about 1.7× faster for number cells (that walk
  * paid for `String(double)`), and 2× faster than lossless-json. lossless-json is not used: it
  * builds plain objects (the key order problem stays), throws on duplicate keys that `JSON.parse`
@@ -276,7 +276,7 @@ class ExactReader {
 
   /**
    * A column name at the offset (its opening quote): the very string an earlier row had at this
-   * position when the text spells it (issue 12: rows repeat their column names, so most names
+   * position when the text spells it (rows repeat their column names, so most names
    * cost neither a new string nor hashing it again in the Maps that use it), else a new one.
    */
   private column(position: number): string {
@@ -384,7 +384,7 @@ function checkRow(
   limits: BodyLimits,
   decoded: boolean,
 ): Map<string, string> {
-  // forEach: no [name, value] pair allocated per cell (issue 12).
+  // forEach: no [name, value] pair allocated per cell.
   row.forEach((text, column) => {
     checkCell(column, text, where, code, limits, decoded);
   });

@@ -1,5 +1,5 @@
 /**
- * The probe's self-metrics (issue 13), read at scrape time from what the probe keeps anyway: the
+ * The probe's self-metrics, read at scrape time from what the probe keeps anyway: the
  * accepted-data totals its ingest routes add to, the counters of every stream (the Streams
  * Dataview's), the link's status and memory protection.
  *

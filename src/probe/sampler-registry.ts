@@ -29,7 +29,7 @@ const samplerKey = (managedEntity: string, sampler: { name: string; type: string
 export class SamplerRegistry {
   private entities = new Map<string, SamplerState[]>();
   /**
-   * Path segments already resolved, by managed entity then sampler segment (issue 12: an ingest
+   * Path segments already resolved, by managed entity then sampler segment (an ingest
    * request does not parse its sampler segment again). Emptied by `update()`; only segments that
    * resolved are kept, and at most RESOLVED_CACHE_LIMIT of them.
    */

@@ -35,7 +35,7 @@ import {
 
 // 10,000 lines make several of the hub's backfill parts (they grow from 1,000 to 5,000 messages), so
 // the hub parses the next while it commits one; batches of 1,000 were one part each and ~30 % slower
-// (issue 12; docs/decisions.md).
+// (docs/decisions.md).
 export const REPLAY_BATCH_LINES = 10_000;
 export const REPLAY_BATCH_BYTES = 8 * 1024 * 1024; // 8 MiB per request
 export const REPLAY_MAX_LINE_BYTES = 16 * 1024 * 1024; // 16 MiB: a longer line is rejected unread

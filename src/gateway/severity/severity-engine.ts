@@ -728,7 +728,7 @@ export class SeverityEngine {
     plugin: string,
   ): Node {
     // The messages of a batch mostly name one dataview: its node is found again without walking
-    // (and building the targets of) probe, entity and sampler (issue 12). It is still the item's
+    // (and building the targets of) probe, entity and sampler. It is still the item's
     // node while `nodes` holds it (remove() and a node made anew both change that).
     const last = this.lastDataview;
     if (last !== undefined && this.nodes.get(last.key) === last) {

@@ -3,7 +3,7 @@
  * hashed once with scrypt and a random salt; only the hash stays in memory, and a presented secret
  * is compared in constant time.
  *
- * scrypt runs on libuv's thread pool, which the store's queries share (issue 10), so derivations go
+ * scrypt runs on libuv's thread pool, which the store's queries share, so derivations go
  * through a WorkLimiter; and a secret that passed scrypt is remembered for VERIFIED_SECRET_TTL_MS
  * (15 minutes) as an HMAC-SHA-256 under a key made at start, one per configured client id, so a
  * well-behaved client's next requests cost a hash rather than a pool thread. The HMAC is no weaker

@@ -1,5 +1,5 @@
 /**
- * Rate limits and lockout of the token endpoints (issue 10; docs/security.md). Each key — a remote
+ * Rate limits and lockout of the token endpoints (docs/security.md). Each key — a remote
  * address, or a configured client id — has a token bucket (a burst, refilled at a steady rate) and
  * a count of failed authentications in a row; that many failures lock the key out for a time that
  * doubles with each further lockout. A refused request costs a map lookup: no secret is checked.

@@ -1,7 +1,7 @@
 /**
  * Authenticates a client that asks for a token (DESIGN 5.4): an application key sent by HTTP Basic
  * (or, at the OAuth endpoint, form fields), or Kerberos SPNEGO. It also applies the limits of the
- * token endpoints (issue 10; docs/security.md): before any secret is checked, the remote address
+ * token endpoints (docs/security.md): before any secret is checked, the remote address
  * and the client id must be within their rate and not locked out; every failure is counted.
  */
 import type { AppKeys } from "./app-keys.js";

@@ -1,5 +1,5 @@
 /**
- * Bounded concurrency for secret checks (issue 10). scrypt and the Kerberos accept run on libuv's
+ * Bounded concurrency for secret checks. scrypt and the Kerberos accept run on libuv's
  * thread pool (4 threads by default), which the DuckDB binding also uses for every query; a flood
  * of wrong secrets with unbounded concurrency fills that pool and queries wait behind it. The
  * limiter lets a few checks run at once, queues a bounded number more, and refuses the rest at

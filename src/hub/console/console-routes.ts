@@ -1,5 +1,5 @@
 /**
- * Serves the web console (DESIGN 1, hub row; issue 11) at `/`: the page built by
+ * Serves the web console (DESIGN 1, hub row) at `/`: the page built by
  * `scripts/build-console.mjs` into dist/console (`npm run build`, which `npm ci` runs through the
  * `prepare` script), its content-hashed assets under `/assets/`, `/console/config.json` and the
  * gateway relay (gateway-relay.ts). The page and assets are open, as the data is not in them; every

@@ -1,5 +1,5 @@
 /**
- * The console's way to the gateway's command API (DESIGN 4.2; issue 11): the hub relays
+ * The console's way to the gateway's command API (DESIGN 4.2): the hub relays
  * `POST /console/gateway/v1/commands/{snooze|unsnooze|assign|unassign}` and
  * `GET /console/gateway/v1/items` to the same paths on one configured gateway, with the caller's
  * bearer token. The browser thus talks to the hub's origin only: no CORS on the gateway, and an

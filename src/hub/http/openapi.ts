@@ -1,5 +1,5 @@
 /**
- * `GET /v0/openapi.json`: an OpenAPI 3.1 document of the whole hub API (issue 9). Request bodies
+ * `GET /v0/openapi.json`: an OpenAPI 3.1 document of the whole hub API. Request bodies
  * are the JSON Schemas that validate them (metric-query-schema.ts, records-query.ts), imported,
  * not copied; response bodies are the schemas below, which test/hub/http/openapi.test.ts checks
  * real responses of every endpoint against. Query parameters are described from one table

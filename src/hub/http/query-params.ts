@@ -1,7 +1,7 @@
 /**
  * Query-string and path parameters of the hub query API, read strictly: Fastify's query parser
  * turns a repeated key into an array, so a parameter meant once (`filter`, `path`, `from`…) given
- * twice is a 400 naming it, never a value of the wrong type further down (issue 9: `filter` twice
+ * twice is a 400 naming it, never a value of the wrong type further down (`filter` twice
  * was a 500). Parameter names are data: they are looked up with `Object.hasOwn`, so `constructor`
  * or `__proto__` in a query string is an ordinary unknown name.
  */

@@ -1,7 +1,7 @@
 /**
  * Whether a JSON text is exactly what `JSON.stringify` makes of the value it parses to, so that the
  * digest of a message without an id (the SHA-256 of `JSON.stringify(message)`, DESIGN 1) can be
- * taken of the text as received, without writing the message out again (issue 12: that was a
+ * taken of the text as received, without writing the message out again (that was a
  * tenth of the backfill's time on the hub's thread). Conservative: `false` only costs the usual
  * `JSON.stringify`; `true` must never be wrong, so anything not plainly canonical is `false`.
  *

@@ -1,5 +1,5 @@
 /**
- * Checking deliveries before they wait for the store (issue 12): what the ingester does to each
+ * Checking deliveries before they wait for the store: what the ingester does to each
  * message that needs no store — schema, Unicode and time checks, the de-duplication key, and the
  * cells of a headline or table update — with no state and no I/O, so that the hub's thread does it
  * for published messages and the backfill parser's worker thread for a backfill body
@@ -160,7 +160,7 @@ export function checkInto(
 /**
  * The cells of one headline or table message, in its order: three array entries each, no object
  * (allocation is what a loaded hub spends its time on). A blank cell is no sample and creates no
- * series (issue 6: wide sparse dataviews).
+ * series (wide sparse dataviews).
  */
 function addCells(cells: SampleCells, row: Readonly<Record<string, string>>): void {
   for (const column of Object.keys(row)) {
@@ -192,7 +192,7 @@ function checkDelivery(
  * Why the message's own time cannot be stored, if it cannot. RFC 3339 allows a leap second
  * (`…T23:59:60Z`) and the schema's date-time format accepts it, but stored times are UTC epoch
  * milliseconds, which have no 61st second. The message is rejected alone, with this reason, rather
- * than moved to another instant: values pass through as sent or not at all (issue 9; see
+ * than moved to another instant: values pass through as sent or not at all (see
  * docs/hub-api.md). Only this message is refused; the rest of its batch is stored.
  */
 function unstorableTime(message: PublicV2Message): string | undefined {

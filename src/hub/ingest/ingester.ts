@@ -72,7 +72,7 @@ export interface IngestResult {
 /** What one transaction writes, with the cache changes it makes once committed. */
 class BatchBuilder {
   readonly entities = new Map<string, EntityUpsert>();
-  /** Samples in columns: one object per row of the part's cells, none per cell (issue 12). */
+  /** Samples in columns: one object per row of the part's cells, none per cell. */
   readonly rows: SampleRowsBuilder;
   /** One key object per entity the batch's samples name, so the store resolves a run of rows once. */
   readonly sampleEntities = new Map<string, EntityKey>();
@@ -96,7 +96,7 @@ export interface IngesterOptions {
    * entity caches without bound.
    */
   readonly maxEntities?: number;
-  /** Called with the seconds each committed store transaction took (self-metrics, issue 13). */
+  /** Called with the seconds each committed store transaction took (self-metrics). */
   readonly onCommit?: (seconds: number) => void;
   /**
    * The setup's `limits` (DESIGN 5.4b; default DEFAULT_DATA_LIMITS): a message beyond one is

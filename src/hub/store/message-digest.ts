@@ -1,7 +1,7 @@
 /**
  * The stored form of a hash message key, in both stores: 128 bits, as 32 hex digits. DuckDB keeps
  * it as a HUGEINT (duckdb-claims.ts), PostgreSQL as a `uuid` (postgres-claims.ts): 16 bytes instead
- * of a 64-character text in the primary key every claim inserts into. Two forms (issue 12):
+ * of a 64-character text in the primary key every claim inserts into. Two forms:
  * - `sha`: the first 128 bits of the SHA-256 the key names (its 64 hex digits, as the ingester
  *   makes them; any other text is hashed first). Random, so each insert lands anywhere in the
  *   index, and claims slow as it grows.

@@ -1,5 +1,5 @@
 /**
- * Series ids cached by row (issue 12): one entry per row of series (an entity's sampler, type,
+ * Series ids cached by row: one entry per row of series (an entity's sampler, type,
  * dataview and row), holding the ids by column name, so a write resolves a row's key once and each
  * cell with a lookup of its column — no key text made per cell. Both stores keep their caches so;
  * the bound counts series (a row weighs its columns).

@@ -2,7 +2,7 @@
  * Samples in columns ({@link SampleRows}): the builder the ingester fills, and the conversion of the
  * one-object-per-sample form that the stores apply to `IngestBatch.samples` so that they write one
  * form only. The builder makes one object per row (one message's cells), none per cell: on a loaded
- * hub allocation is where the time goes (issue 12).
+ * hub allocation is where the time goes.
  */
 import type { EpochMs } from "../../ids.js";
 import type {
@@ -20,7 +20,7 @@ import type {
  * 16 000 entries lives in V8's large-object space, where each growth maps fresh memory: pushing
  * onto one cost 0.07–0.1 µs per entry on this machine against 0.005–0.01 onto arrays of a few
  * thousand. A backfill part holds 55 000 cells (5 000 messages of 11), and adding a part's slices
- * took 6 % of the hub's thread in the backfill bench's profile; 1.4 % in chunks (issue 12,
+ * took 6 % of the hub's thread in the backfill bench's profile; 1.4 % in chunks (
  * docs/performance.md).
  */
 const CHUNK_BITS = 12;

@@ -1,5 +1,5 @@
 /**
- * Store outages as HTTP 503 (DESIGN 1 "Durability", issue 13 fault tests): while PostgreSQL is
+ * Store outages as HTTP 503 (DESIGN 1 "Durability"; the fault tests in test/faults): while PostgreSQL is
  * down or restarting, or the store's disk is full, every store call fails; without this the API
  * answered those failures as 500 "Internal error", which tells a client (or `vigil replay`) that
  * retrying is pointless. {@link withOutageErrors} wraps a store so that such failures become

@@ -173,7 +173,7 @@ export interface SampleRow extends RowNames {
 }
 
 /**
- * Samples in columns, the form the ingest path writes (issue 12: no object per sample). A row names
+ * Samples in columns, the form the ingest path writes (no object per sample). A row names
  * the entity, the series but its column, and the time once for all its cells; each cell is one
  * entry of the cell columns. Only the cells some row names are samples (the ingester's rows skip
  * the cells of messages stored before). Rows of one entity should share one {@link EntityKey} object, which

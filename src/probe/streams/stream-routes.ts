@@ -47,7 +47,7 @@ export function registerStreamRoutes(app: FastifyInstance, deps: StreamRouteDeps
   const { registry, streams } = deps;
 
   // Any content type is a stream's content type (even none, or one Fastify cannot parse). A hook of
-  // the stream routes alone: the probe's other routes do not pay for it (issue 12).
+  // the stream routes alone: the probe's other routes do not pay for it.
   const anyContentType: OnRequestHook = (request, _reply, done) => {
     if (request.headers["content-type"] !== undefined)
       request.headers["content-type"] = "application/octet-stream";

@@ -9,7 +9,7 @@
  *
  * Anything else — plain HTTP, no certificate, a certificate that does not verify, a CA file that
  * cannot be read — is a 403 `Client certificate required`. Sampler settings are read at each request,
- * so a reloaded setup applies at once (issue 7); `configure()` re-reads the CA files a new setup
+ * so a reloaded setup applies at once; `configure()` re-reads the CA files a new setup
  * names when they changed on disk, so a reload also picks up a replaced CA file.
  *
  * Bounds: at most PROBE_MAX_CLIENT_CA_FILES parsed files (only those the setup names are kept), each
@@ -67,7 +67,7 @@ export class SamplerMtls {
   private refused = 0;
   /**
    * Whether a sampler of the last setup given to `configure` verifies client certificates; while
-   * none does, the hook skips resolving the sampler (issue 12: nothing per request it does not need).
+   * none does, the hook skips resolving the sampler (nothing per request it does not need).
    */
   private verifying = false;
   private verifications = 0;
@@ -243,7 +243,7 @@ export class SamplerMtls {
  * read. A path whose sampler does not resolve passes: its handler answers the 404/400.
  */
 export function samplerMtlsHook(registry: SamplerRegistry, mtls: SamplerMtls) {
-  // Callback form: no promise per request (issue 12); an error passed to `done` is answered by the
+  // Callback form: no promise per request; an error passed to `done` is answered by the
   // central error handler exactly like a thrown one.
   return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
     const params = request.params as { me?: unknown; sampler?: unknown } | undefined;

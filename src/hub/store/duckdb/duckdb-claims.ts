@@ -17,7 +17,7 @@ const SEQS = LIST(BIGINT);
 /**
  * Digests reach DuckDB as one text of decimals split in SQL: a LIST parameter of HUGEINT values is
  * built one value at a time on the hub's thread, and took twice as long as the whole insert of text
- * (issue 12: a 5,000-message claim at 1M stored, 25-32 ms -> 10-15 ms).
+ * (a 5,000-message claim at 1M stored, 25-32 ms -> 10-15 ms).
  */
 const DIGESTS_FROM_TEXT = "CAST(unnest(string_split($digests, ',')) AS HUGEINT)";
 const digestText = (digests: Iterable<bigint>): { digests: string } => ({ digests: [...digests].join(",") });

@@ -14,7 +14,7 @@
  * to the end of the gap) or the last grid point before P, resolved with the offset in force before
  * P (in a repeated hour both instances of a grid time are boundaries).
  *
- * Two statements do it (issue 12: no time-zone work per sample). The first
+ * Two statements do it (no time-zone work per sample). The first
  * ({@link buildZoneOffsetsQuery}) asks ICU inside DuckDB for the zone's offset transitions around
  * the range: it scans the offset hourly and refines each change to the minute, then to the second.
  * The second ({@link buildMetricQuery}) splits the range at those transitions into segments of
@@ -227,7 +227,7 @@ const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
   "svc.avg": simple("avg(value)"),
   "svc.var": simple("var_pop(value)"),
   "svc.stddev": simple("stddev_pop(value)"),
-  // A STRUCT key orders by time, then value. Measured (issue 12): as fast as a HUGEINT key made of
+  // A STRUCT key orders by time, then value. Measured: as fast as a HUGEINT key made of
   // the time and the value's bits, and unlike a BIGINT time key alone it breaks ties the same way
   // on every run.
   "svc.first": simple("arg_min(value, (ts_us, value))"),

@@ -12,7 +12,7 @@
  * them on its next `migrate()`.
  *
  * Version 3 keeps the digests of messages without an id as 128-bit integers in `message_digests`
- * instead of 64-character hex text in `message_hashes` (issue 12: the text primary key cost a
+ * instead of 64-character hex text in `message_hashes` (the text primary key cost a
  * backfill about 25 µs per message once it held a million); `migrate()` moves a version-2 file's
  * hashes over ({@link MIGRATE_MESSAGE_HASHES}) and drops the old table.
  *

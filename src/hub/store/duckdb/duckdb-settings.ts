@@ -1,5 +1,5 @@
 /**
- * DuckDB's `memory_limit` and `threads`, sized from the machine the hub runs on (issue 12): the
+ * DuckDB's `memory_limit` and `threads`, sized from the machine the hub runs on: the
  * memory limit is DUCKDB_MEMORY_SHARE of the memory the process may use — the machine's, or its
  * cgroup's limit when that is lower (a container) — within DUCKDB_MEMORY_LIMIT_MIN_MIB and
  * DUCKDB_MEMORY_LIMIT_MAX_MIB; threads are the CPUs the process may run on
@@ -20,7 +20,7 @@ const MIB = 1024 * 1024;
  * The storage format of a data file the store creates (DuckDB's `storage_compatibility_version`;
  * a file keeps the format it was created with). DuckDB's default is v0.10.2's, in which a checkpoint
  * rewrites every index in an older layout: the message-digest index grows with every backfilled
- * message, so each checkpoint took longer as the store grew (issue 12: 4-5 times the time of
+ * message, so each checkpoint took longer as the store grew (4-5 times the time of
  * v1.2.0's at 400 000 digests, and growing). From v1.2.0 on, only DuckDB 1.2 or later opens the file.
  */
 export const DUCKDB_STORAGE_VERSION = "v1.2.0";

@@ -15,7 +15,7 @@
  * What needs no connection — phase 1, the series the caches know, and (when they know every one)
  * the first sample chunks — is done as soon as `write` is called, while the statements queued
  * before it run (an optimistic claim, which answers at once and inserts its digests meanwhile):
- * the connection then goes from the claim's insert straight to the appends (issue 12).
+ * the connection then goes from the claim's insert straight to the appends.
  * Everything learnt goes into `pending`; the store copies it into its caches only after COMMIT, so
  * a rolled-back transaction leaves no id behind that the database does not hold.
  */
@@ -101,7 +101,7 @@ export const entityKeyString = (k: EntityKey): string =>
 /**
  * The cache key of a row of series: its entity id and names, each name length-prefixed so no two
  * rows share a key whatever their names hold. Built once per row of cells (one message), never per
- * sample: a string key per sample was a tenth of a loaded hub's CPU (issue 12).
+ * sample: a string key per sample was a tenth of a loaded hub's CPU.
  */
 export const rowKeyString = (entity: EntityId, s: RowNames): string =>
   `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;

@@ -28,7 +28,7 @@ const TWO_32 = 2 ** 32;
  * order they came (a stable sort), with each cell's time. Each sample adds an entry to the
  * `(series_id, ts_ms)` index; in series order a series' entries go into its leaf page one after
  * another, while in arrival order (a row's cells are different series) every entry lands on another
- * page of the whole index. Measured (issue 9): PostgreSQL's CPU per sample stayed at 3.5–4.5 µs as
+ * page of the whole index. Measured: PostgreSQL's CPU per sample stayed at 3.5–4.5 µs as
  * the index grew instead of rising from 3 to 5.5 µs, and to 5.7 µs instead of 9.3 µs in the round
  * after a checkpoint, when every page first touched is written whole to the WAL. A counting sort
  * when the ids span at most four times the cells (the usual case), a comparison sort otherwise.

@@ -12,7 +12,7 @@
  * boundary is P itself (the grid point fell into the skipped gap) or the last grid point before P
  * in the offset before P (in a repeated hour both instances of a grid time are boundaries).
  *
- * Two statements do it, so that no sample pays for a time-zone conversion (issue 9's benchmark):
+ * Two statements do it, so that no sample pays for a time-zone conversion (bench/store-query.bench.ts):
  * {@link buildPgZoneOffsetsQuery} asks PostgreSQL's time zone library for the zone's offset
  * transitions around each stretch of stored weeks (hourly, refined to the minute and the second);
  * {@link buildPgMetricQuery} cuts those stretches at the transitions into segments of constant
@@ -33,7 +33,7 @@
  * make those arrays large ({@link KEPT_SAMPLE_MAX_BYTES}) compares (time, value) pairs sample by
  * sample for first/last, and above {@link PERCENTILE_HASH_MAX_SAMPLES} sorts the samples for its
  * percentiles (ordered `array_agg`), holding one group's values at a time ({@link PgAggregateStrategy}).
- * Issue 9's benchmark, one statement, one core: 1 030 ms with a join, local times and per-sample
+ * The store-query benchmark, one statement, one core: 1 030 ms with a join, local times and per-sample
  * first/last; 720 ms with the lookup, the grid arithmetic of `segmentScan` and kept arrays.
  */
 import { decimalFraction } from "../duckdb/duckdb-metrics-sql.js";

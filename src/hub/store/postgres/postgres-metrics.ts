@@ -3,7 +3,7 @@
  * the range touches and estimates the samples it reads, then runs the statement of
  * postgres-metrics-sql.ts — a large query as two statements at once, one on each side of a bucket
  * boundary near the middle of the range ({@link SPLIT_MIN_SAMPLES}) — and reads the rows.
- * Issue 9's benchmark (one day × 200 series, ten aggregations, 5-minute London buckets): about
+ * The store-query benchmark (one day × 200 series, ten aggregations, 5-minute London buckets): about
  * 2 000 ms before this file (per-sample zone conversion, sort + GroupAggregate, JIT), 950 ms as one
  * statement, 520-580 ms split, on 2 cores; 400-430 ms split after the lookup, grid arithmetic and
  * kept arrays of postgres-metrics-sql.ts and the block-range index on sample times.

@@ -124,7 +124,7 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: [
       // A hash key is kept as the first 128 bits of its SHA-256 (message-digest.ts), 16 bytes in a
       // uuid, instead of its 64-character hex text: the primary key every backfill claim inserts
-      // into is a third of the size, and a 10,000-message claim a third faster (issue 9). The
+      // into is a third of the size, and a 10,000-message claim a third faster. The
       // stored hashes are converted as message-digest.ts converts a key: 64 hex digits are cut to
       // 32, any other text is hashed first.
       "CREATE TABLE message_digests (digest uuid PRIMARY KEY)",

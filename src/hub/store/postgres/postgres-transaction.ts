@@ -290,7 +290,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
         entityId = this.entityId(entityKeyString(r.entity), local);
       }
       if (entityId === undefined) throw new Error("internal: a sample's entity has no id");
-      // The row's key once, then a lookup of each cell's column: no key text per cell (issue 9).
+      // The row's key once, then a lookup of each cell's column: no key text per cell.
       const rowKey = seriesPrefix(entityId, r);
       const mine = local.series.size === 0 ? undefined : local.series.get(rowKey);
       const pending = this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
