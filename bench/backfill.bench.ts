@@ -1,5 +1,5 @@
 /**
- * Backfill throughput (issue 12 goal: ≥ 500 000 samples/s into the embedded store, ≥ 200 000 into
+ * Backfill throughput (goal: ≥ 500 000 samples/s into the embedded store, ≥ 200 000 into
  * PostgreSQL) through `POST /v0/messages` of a real hub (`openStore` + `buildHub` + `start`, as
  * `vigil hub` composes them, security off) listening on 127.0.0.1. Bodies are NDJSON of 10 000
  * public-v2 `table` messages each (one dataview row per message: its `name` and 10 numeric cells, so

@@ -1,5 +1,5 @@
 /**
- * The DuckDB store's storage format (issue 12; docs/decisions.md): the time of a CHECKPOINT as the
+ * The DuckDB store's storage format (docs/decisions.md): the time of a CHECKPOINT as the
  * message-digest index grows, in a file of the format the store creates (DUCKDB_STORAGE_VERSION)
  * beside one of DuckDB's default format (v0.10.2's, which rewrites every index at each checkpoint).
  * Each run creates a file with the store's schema, claims DIGESTS message digests through the

@@ -1,5 +1,5 @@
 /**
- * End to end through the real `vigil` command (issue 6): 20 managed entities on one probe, each
+ * End to end through the real `vigil` command: 20 managed entities on one probe, each
  * with one rest-api sampler whose data schema declares 10 numeric columns; 20 concurrent clients
  * (one per entity) PUT a 200-row × 10-numeric-column dataview as fast as it is accepted (a 503
  * waits its Retry-After, capped, and the PUT is retried; 503s are counted) for VIGIL_BENCH_SECONDS

@@ -1,5 +1,5 @@
 /**
- * The form of message digests (issue 12; src/hub/store/message-digest.ts, docs/decisions.md): the
+ * The form of message digests (src/hub/store/message-digest.ts, docs/decisions.md): the
  * time of a claim per digest as a store's digest index grows, for digests led by the message's
  * minute (the `minute` form a new store takes) beside the first 128 bits of the SHA-256 (the `sha`
  * form of a store that held digests before it could record a form). Each run creates a new DuckDB

@@ -1,5 +1,5 @@
 /**
- * The DESIGN 5.3 metric query on each store (issue 9): one day × 200 series × 10 s spacing
+ * The DESIGN 5.3 metric query on each store: one day × 200 series × 10 s spacing
  * (1 728 000 samples), 5-minute Europe/London buckets, the ten aggregations with
  * `svc.percentile(0.95)`. For each store, in the same run:
  * - backfill: `Store.ingest()` of the day in batches of 5 000 samples, as samples per second;
@@ -10,7 +10,7 @@
  *   itself can do without vigil's schema, exact percentile and DST rule.
  * The store's query and the hand-written one run in turn (A B A B, VIGIL_BENCH_ROUNDS rounds after
  * one warm-up of each, default 5); the medians are compared. The same on DuckDB at 10 M samples
- * (200 series × 10 s × 5.8 days, in files: issue 12's second query size).
+ * (200 series × 10 s × 5.8 days, in files: the second query size).
  * Beside the backfill rates: PostgreSQL's bare COPY into a bare table, in one stream and in one
  * transaction per 5 000 rows (the floor of per-transaction commit cost on this machine).
  * Goals: PostgreSQL store ≤ 3× the embedded store on the query; PostgreSQL backfill ≥ 200 000

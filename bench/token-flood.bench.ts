@@ -1,11 +1,11 @@
 /**
- * A flood of wrong secrets at `GET /token` beside a client querying `/v0/entities` (issue 10). The
+ * A flood of wrong secrets at `GET /token` beside a client querying `/v0/entities`. The
  * hub (a DuckDB store with 200 entities, security on, one application key) runs in this process; the
  * flood comes from a child process (this file with `--flood`), 64 requests in flight, each a fresh
  * connection with a wrong Basic secret for the configured client id. Phases of VIGIL_BENCH_SECONDS seconds (default 5):
  * - baseline: no flood;
  * - control: the same flood at a path that does not exist (404): what the HTTP work alone costs;
- * - unprotected: the flood against the hub as it was before issue 10 (no rate limit or lockout,
+ * - unprotected: the flood against the hub without its token limits (no rate limit or lockout,
  *   no bound on scrypt concurrency, no verified-secret cache);
  * - one address: the flood from 127.0.0.2 against the default limits;
  * - 4 064 addresses: the flood spread over 127.0.x.y (a distributed attacker) with a new unknown

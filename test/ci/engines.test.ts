@@ -1,5 +1,5 @@
 /**
- * Node versions (issue 13): vigil's `engines.node` names exactly the Node versions `.ci/run` tests
+ * Node versions: vigil's `engines.node` names exactly the Node versions `.ci/run` tests
  * (the machine's Node and scripts/node24.sh's Node 24), and every installed package's own
  * `engines.node` accepts them all. scripts/check-engines.mjs does the checking (also
  * `npm run check:engines`); a failure lists each offending package and what requires it.

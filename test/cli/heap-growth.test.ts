@@ -1,5 +1,5 @@
 /**
- * The heap growth bound of long-running commands (heap-growth.ts, issue 12): the flag is set unless
+ * The heap growth bound of long-running commands (heap-growth.ts): the flag is set unless
  * the process names its own, and the V8 of the Node running the tests knows it (V8 writes
  * "unrecognized flag" to stderr and goes on when it does not, which would leave the bound unset
  * without a word). Its effect on memory is measured by bench/end-to-end.bench.ts, not here.

@@ -1,5 +1,5 @@
 /**
- * `vigil hub --gateway URL` (issue 11): where the web console's actions go. A URL is checked at
+ * `vigil hub --gateway URL`: where the web console's actions go. A URL is checked at
  * start, so a typo fails with its fix; without the option the setup's gateway port on 127.0.0.1.
  */
 import assert from "node:assert/strict";

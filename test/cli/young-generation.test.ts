@@ -1,5 +1,5 @@
 /**
- * The young-generation bound of long-running commands (young-generation.ts, issue 12): which flag a
+ * The young-generation bound of long-running commands (young-generation.ts): which flag a
  * process is started again with, that the real `vigil hub` runs with it in the process it was
  * started as (same pid, answering, stopping on SIGTERM) on a Node that has `process.execve` and as
  * started on one that has not (Node 20), that a bound of the user's own is kept, and that the flag

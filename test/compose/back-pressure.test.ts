@@ -1,5 +1,5 @@
 /**
- * Back-pressure from the store to the probe (DESIGN 1 "Hand-offs", issue 6): with the hub's commit
+ * Back-pressure from the store to the probe (DESIGN 1 "Hand-offs"): with the hub's commit
  * stalled, the in-process bus holds the gateway's batches, the gateway's target buffer fills, the
  * gateway stops acknowledging probe changes, the probe's outgoing buffer fills, and its ingest
  * endpoints answer 503 with Retry-After; every buffer on the way stays within its bound, however

@@ -1,5 +1,5 @@
 /**
- * The web console with hub security on (issue 11; DESIGN 5.4), in a real Chromium: the page asks
+ * The web console with hub security on (DESIGN 5.4), in a real Chromium: the page asks
  * for an application key before it requests any data, refuses a wrong secret in words, works with
  * the right one (every data request carries the bearer token), keeps the token out of storage and
  * cookies, renews it before it expires, and its actions reach the gateway with the token.

@@ -1,5 +1,5 @@
 /**
- * The web console in a real Chromium (issue 11), security off: the entities with their severities
+ * The web console in a real Chromium, security off: the entities with their severities
  * and counts, the filter narrowing the list and showing a malformed filter's error with its
  * position, grouping, an entity's chart following the chosen aggregation and bucket, and a snooze
  * through the gateway's command API. Data arrives as a user's would: PUTs on the probe's HTTP API,

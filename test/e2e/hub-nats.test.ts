@@ -1,5 +1,5 @@
 /**
- * `vigil hub --bus nats://…` as a real process on a real JetStream (DESIGN 5.5, issue 6): a hub
+ * `vigil hub --bus nats://…` as a real process on a real JetStream (DESIGN 5.5): a hub
  * killed with SIGKILL in the middle of a stream and started again stores every message exactly once
  * (what it had committed is skipped on redelivery, the rest arrives again); a message it cannot store
  * goes to the dead-letter file while the messages behind it become queryable.

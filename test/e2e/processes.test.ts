@@ -1,5 +1,5 @@
 /**
- * The three parts as their own processes (DESIGN 1, issue 6): `vigil hub --bus nats://…`,
+ * The three parts as their own processes (DESIGN 1): `vigil hub --bus nats://…`,
  * `vigil gateway` publishing to NATS JetStream (a throwaway stream), and `vigil probe --gateway URL`
  * taking its part of the setup over the WebSocket link. A PUT on the probe becomes queryable on the
  * hub; a gateway restart makes the probe reconnect and send its state again (published as snapshot

@@ -1,5 +1,5 @@
 /**
- * Configuration reload (DESIGN 1, issue 6) on a real `vigil up`: SIGHUP reloads instead of ending
+ * Configuration reload (DESIGN 1) on a real `vigil up`: SIGHUP reloads instead of ending
  * the process; a new sampler becomes addressable without a restart while PUTs keep flowing, and
  * every PUT the probe acknowledged during the reload is stored; an invalid file is logged and the
  * setup in force stays.

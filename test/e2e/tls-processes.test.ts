@@ -1,5 +1,5 @@
 /**
- * HTTPS for the gateway (`gateway.tls`) and certificate reload on SIGHUP (issue 10), on real
+ * HTTPS for the gateway (`gateway.tls`) and certificate reload on SIGHUP, on real
  * processes: `vigil gateway` serves HTTPS only; a `vigil probe` reading the same setup links to it
  * over wss, and `vigil hub` relays the console's commands to it, both trusting
  * `gateway.tls.certificate`; a probe that trusts another certificate is refused by

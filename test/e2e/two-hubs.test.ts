@@ -1,5 +1,5 @@
 /**
- * The scale-out topology of DESIGN 5.5 on one machine (issue 9): two `vigil hub` processes share
+ * The scale-out topology of DESIGN 5.5 on one machine: two `vigil hub` processes share
  * one durable JetStream consumer and one PostgreSQL database. One is killed with SIGKILL in the
  * middle of the stream; the other takes over what it left unacknowledged, every message is stored
  * exactly once (counted in the database itself), and both hubs answer a query identically once the

@@ -1,5 +1,5 @@
 /**
- * What the fault tests (issue 13) share: a setup file for probe + gateway + hub as processes, a
+ * What the fault tests share: a setup file for probe + gateway + hub as processes, a
  * client that keeps pushing numbered values into a probe and remembers which ones were
  * acknowledged, numbered backfill batches for `POST /v0/messages`, and a reader of what the hub
  * stored. Every pushed value is distinct, so "stored once" is checked value by value.

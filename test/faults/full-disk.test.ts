@@ -1,5 +1,5 @@
 /**
- * Fault test (issue 13): a full disk under the gateway's NDJSON file target, the hub's dead-letter
+ * Fault test: a full disk under the gateway's NDJSON file target, the hub's dead-letter
  * file and the hub's DuckDB file. Each lives on a small tmpfs the test mounts (a real file system
  * that really runs out of space: ENOSPC, partial writes), filled up while data flows, then given
  * space again. Expected: a clear error (status and logs say the disk is full; backfill answers 503),

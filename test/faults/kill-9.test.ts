@@ -1,5 +1,5 @@
 /**
- * Fault test (issue 13): `kill -9` of each process mid-ingest, then a restart. `vigil probe` →
+ * Fault test: `kill -9` of each process mid-ingest, then a restart. `vigil probe` →
  * `vigil gateway` → NATS JetStream (a server of the test's own) → `vigil hub` with its DuckDB file,
  * while a client keeps pushing numbered values into the probe (and, for the hub, backfills). What
  * each process's acknowledgement promises (DESIGN 1 "Durability", docs/architecture.md "The

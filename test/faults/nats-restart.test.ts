@@ -1,5 +1,5 @@
 /**
- * Fault test (issue 13): NATS restarted under load. `vigil probe` → `vigil gateway` → NATS JetStream
+ * Fault test: NATS restarted under load. `vigil probe` → `vigil gateway` → NATS JetStream
  * (a server of the test's own, file storage in a temporary folder) → `vigil hub` (DuckDB). While a
  * client keeps pushing into the probe, NATS is stopped. As docs/decisions.md "Hand-offs" documents,
  * the gateway blocks rather than drops: its NATS target reports `failing` and holds at most its

@@ -1,5 +1,5 @@
 /**
- * Fault test (issue 13): PostgreSQL restarted under load. `vigil probe` → `vigil gateway` → NATS
+ * Fault test: PostgreSQL restarted under load. `vigil probe` → `vigil gateway` → NATS
  * JetStream → `vigil hub --store postgres://… --bus nats://…`, all on servers of the test's own
  * (the shared ones serve other tests). While data flows through the probe and through backfill,
  * PostgreSQL is stopped: backfill and queries answer 503 with `Retry-After`, the JetStream consumer

@@ -1,6 +1,6 @@
 /**
  * What the fuzz tests of test/fuzz/ share: one request sent byte for byte over a real socket (no
- * URL normalisation, any header, any body), and the invariant of every hostile request (issue 13):
+ * URL normalisation, any header, any body), and the invariant of every hostile request:
  * an answer below 500 and, for a 4xx, exactly the documented error body `{status, title, body}`
  * (docs/errors.md, src/errors/catalog.ts) with the answer's status.
  */

@@ -1,6 +1,6 @@
 /**
- * Hostile input to the hub's HTTP API through a real socket, on a time budget (issue 13;
- * test/helpers/fuzz-budget.ts): public-v2 backfill (`POST /v0/messages`), metric queries, event
+ * Hostile input to the hub's HTTP API through a real socket, on a time budget
+ * (test/helpers/fuzz-budget.ts): public-v2 backfill (`POST /v0/messages`), metric queries, event
  * record queries, entity filters and every GET listing's query string. The hub is a real one
  * (buildHub listening on port 0) holding seeded data, once on a DuckDB file in a temporary data dir
  * and once on a throwaway PostgreSQL database (skipped, saying why, when PostgreSQL is not reachable).

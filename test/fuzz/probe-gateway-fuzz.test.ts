@@ -1,6 +1,6 @@
 /**
  * Hostile input to the probe's and the gateway's HTTP APIs through real sockets, on a time budget
- * (issue 13; test/helpers/fuzz-budget.ts), in the `vigil up` composition (startSystem: probe,
+ * (test/helpers/fuzz-budget.ts), in the `vigil up` composition (startSystem: probe,
  * gateway and hub in one process, DESIGN 1).
  *
  * Probe: random methods, raw paths (odd segments, malformed percent-escapes, dot segments) on the

@@ -1,5 +1,5 @@
 /**
- * Hostile setup files, on a time budget (issue 13; test/helpers/fuzz-budget.ts): random text, YAML
+ * Hostile setup files, on a time budget (test/helpers/fuzz-budget.ts): random text, YAML
  * hazards (alias bombs, deep nesting, tags, merge keys, duplicate keys) and the sample setup with one
  * node replaced by anything. Invariant: `parseSetup` returns a setup or throws a `SetupError` whose
  * every issue has a path and a message (what `vigil validate` prints, DESIGN 2); nothing else is

@@ -1,6 +1,6 @@
 /**
- * Hostile input to the hub's token endpoints through a real socket, on a time budget (issue 13;
- * test/helpers/fuzz-budget.ts): `GET /token`, `GET /authorize` and `POST /oauth2/token` (and its
+ * Hostile input to the hub's token endpoints through a real socket, on a time budget
+ * (test/helpers/fuzz-budget.ts): `GET /token`, `GET /authorize` and `POST /oauth2/token` (and its
  * `/v0/` alias) given random Authorization headers, query strings, content types and bodies.
  *
  * Invariant: never a 5xx; `/token` and `/authorize` answer a 4xx with exactly `{status, title, body}`,

@@ -1,5 +1,5 @@
 /**
- * The message tap's bounds (issue 10) over real sockets: a client limit (503 beyond), a stream
+ * The message tap's bounds over real sockets: a client limit (503 beyond), a stream
  * opened with a token ends with a final `event: end` when the token expires, and a client that falls
  * behind gets a final event saying why before it is let go.
  */

@@ -1,5 +1,5 @@
 /**
- * End to end (issue 8): a probe PUT that breaks a rule becomes a `severity` message in the NDJSON
+ * End to end: a probe PUT that breaks a rule becomes a `severity` message in the NDJSON
  * sink and an event stored by the hub (the `vigil up` composition: probe → in-process link →
  * gateway → memory bus → hub → DuckDB), read back through `Store.listEvents` after a clean stop.
  * Also a snooze through the command API reaches the store, and (with NATS JetStream on

@@ -1,5 +1,5 @@
 /**
- * Real-browser tests of the web console (issue 11): Debian's Chromium driven by playwright-core
+ * Real-browser tests of the web console: Debian's Chromium driven by playwright-core
  * (never a downloaded browser), a `vigil up` system started in-process on free ports, and a page
  * watcher that records what a person would notice going wrong: console errors, uncaught
  * exceptions, failed requests, error answers and requests to any host but the hub.

@@ -1,5 +1,5 @@
 /**
- * The time budget of every fuzz property (issue 13; STYLE 13, undici `test/fuzzing/fuzzing.test.js`),
+ * The time budget of every fuzz property (STYLE 13, undici `test/fuzzing/fuzzing.test.js`),
  * read from one environment variable so `npm test` and a nightly run differ only in it:
  *
  * - unset (`npm test`): each property stops after {@link DEFAULT_FUZZ_SECONDS} seconds or after the

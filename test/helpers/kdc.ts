@@ -1,5 +1,5 @@
 /**
- * A throwaway MIT Kerberos realm for tests (issue 10): its own folder under the system temp dir
+ * A throwaway MIT Kerberos realm for tests: its own folder under the system temp dir
  * with `krb5.conf`, `kdc.conf`, a database made by `kdb5_util create -s`, principals added with
  * `kadmin.local`, keytabs exported with `ktadd`, and `krb5kdc -n` in the foreground on a free port,
  * told where everything is through `KRB5_CONFIG` and `KRB5_KDC_PROFILE`. `stop()` kills that KDC by

@@ -1,5 +1,5 @@
 /**
- * Services of a test file's own, for the fault tests (issue 13): a PostgreSQL server the test may
+ * Services of a test file's own, for the fault tests: a PostgreSQL server the test may
  * stop and start again, and a small tmpfs to fill up. The shared PostgreSQL (127.0.0.1:5432) and
  * NATS (127.0.0.1:4222) serve every other test running at the same time, so a fault test never
  * touches them. A private NATS server is {@link PrivateNats} in nats.ts (the NATS tests had it first).

@@ -1,6 +1,6 @@
 /**
  * A strict reader of the Prometheus text exposition format (version 0.0.4) for the self-metrics
- * tests (issue 13): every sample line must parse, belong to a family declared by a `# TYPE` line
+ * tests: every sample line must parse, belong to a family declared by a `# TYPE` line
  * before it, and histograms must be consistent (cumulative buckets, `+Inf` bucket = `_count`).
  * Throws with the offending line otherwise.
  */

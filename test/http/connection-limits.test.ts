@@ -1,5 +1,5 @@
 /**
- * Slow and greedy clients against a real server built by createHttpApp (issue 10), with small
+ * Slow and greedy clients against a real server built by createHttpApp, with small
  * limits so the test is quick: a slowloris client that never finishes its headers is cut off while
  * another client keeps getting answers; connections beyond the per-address cap are closed at once
  * and counted; an idle keep-alive connection is closed. Nothing asserts a duration: each check waits

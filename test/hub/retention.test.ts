@@ -1,5 +1,5 @@
 /**
- * Retention (`hub.retentionDays`, issue 9): off by default (backfilled history is kept); when set,
+ * Retention (`hub.retentionDays`): off by default (backfilled history is kept); when set,
  * the hub removes older samples and events at start and on its interval, counted on /v1/status,
  * and a failed run is reported and tried again rather than stopping anything.
  */

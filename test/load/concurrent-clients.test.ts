@@ -1,5 +1,5 @@
 /**
- * Load against each process of `vigil up` (issue 13), through real sockets with the processes' own
+ * Load against each process of `vigil up`, through real sockets with the processes' own
  * HTTP limits (src/http/server.ts DEFAULT_HTTP_LIMITS): many keep-alive clients sending requests back
  * to back, and slow clients — headers dripped byte by byte (slowloris), a body announced and never
  * sent, an answer never read — held open the whole time. Meanwhile a normal client on its own

@@ -1,5 +1,5 @@
 /**
- * Self-metrics over NATS JetStream (issue 13), with the real server on 127.0.0.1:4222: the
+ * Self-metrics over NATS JetStream, with the real server on 127.0.0.1:4222: the
  * gateway's `nats` publish target reports its publish latency and acknowledged messages, and the
  * hub's durable consumer its delivered messages and its lag, after a PUT travelled probe → gateway
  * → JetStream → hub.

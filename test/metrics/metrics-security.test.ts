@@ -1,5 +1,5 @@
 /**
- * Self-metrics with `hub.security.enabled` (issue 13, DESIGN 5.4): the hub's and the gateway's
+ * Self-metrics with `hub.security.enabled` (DESIGN 5.4): the hub's and the gateway's
  * `/metrics` need a hub-issued bearer token like the rest of their APIs (401 with a Bearer
  * challenge otherwise); the probe's, like its ingest API, needs none.
  */

@@ -1,5 +1,5 @@
 /**
- * Self-metrics (issue 13) through real sockets, in the `vigil up` composition (probe, gateway and
+ * Self-metrics through real sockets, in the `vigil up` composition (probe, gateway and
  * hub in one process): each server answers `/metrics` in the Prometheus text format, with its own
  * role's metrics only (one registry per server) plus the process metrics; the counters move after
  * real traffic; random URLs do not grow the label set; memory-protection refusals are counted.

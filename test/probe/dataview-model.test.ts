@@ -46,7 +46,7 @@ describe("publishedNames", () => {
     ["later duplicates are numbered from 1", ["a", "a", "a"], ["a", "a_duplicate1", "a_duplicate2"]],
     ["numbering is per base name", ["a", "b", "a", "b"], ["a", "b", "a_duplicate1", "b_duplicate1"]],
     [
-      "a suffix that is another row's name is skipped (issue 7)",
+      "a suffix that is another row's name is skipped",
       ["x", "x", "x_duplicate1"],
       ["x", "x_duplicate2", "x_duplicate1"],
     ],
@@ -433,7 +433,7 @@ describe("DataviewModel: incremental names and changes agree with the whole-data
               mirror.set(change.name, new Map(state.columns.map((c, i) => [c, values[i] ?? ""])));
             } else if (change.kind === "rowDelete") mirror.delete(change.name);
           }
-          // Names are distinct (issue 7), so the mirror keyed by name holds every row.
+          // Names are distinct, so the mirror keyed by name holds every row.
           assert.equal(new Set(state.rows.map((r) => r.name)).size, state.rows.length);
           const nonBlank = (m: ReadonlyMap<string, string>) => [...m].filter(([, v]) => v !== "").sort();
           assert.deepEqual([...mirror.keys()].sort(), state.rows.map((r) => r.name).sort());

@@ -1,5 +1,5 @@
 /**
- * Values and names pass through exactly (issue 7, DESIGN 3.2), over real HTTP into a real gateway
+ * Values and names pass through exactly (DESIGN 3.2), over real HTTP into a real gateway
  * whose real publisher checks every message against the public-v2 schema:
  * - a cell's text is the JSON text it was sent as (numbers of any length and form), strings,
  *   booleans and null as DESIGN 3.2 says; columns keep the order they were sent in;

@@ -1,6 +1,6 @@
 /**
  * The probe's ingest endpoints in-process (STYLE 14): status codes and bodies of DESIGN 3.2, the
- * bounds of issue 6 (columns, cell length, well-formed Unicode), and the changes the probe sends
+ * bounds (columns, cell length, well-formed Unicode), and the changes the probe sends
  * its gateway (recorded by a fake gateway on an in-process link).
  */
 import assert from "node:assert/strict";
@@ -206,7 +206,7 @@ describe("probe ingest: success paths", () => {
   });
 });
 
-describe("probe ingest: bounds (issue 6)", () => {
+describe("probe ingest: bounds", () => {
   const wide = "/v1/managedEntity/me1/sampler/wide/dataview/bounds";
 
   test("more distinct columns than maxColumnsPerDataview is a 400 naming the limit", async () => {

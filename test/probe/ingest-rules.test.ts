@@ -1,5 +1,5 @@
 /**
- * The probe's ingest rules of issue 7 over real HTTP sockets (table-driven): empty names in the
+ * The probe's ingest rules over real HTTP sockets (table-driven): empty names in the
  * path, 405 with `Allow` for every other method (TRACE included), duplicate names that never
  * collide, `Column-Order` naming absent columns, every error message filled in, and GET on
  * dataview and sampler paths (DESIGN 3.1).

@@ -1,5 +1,5 @@
 /**
- * Secure mode and per-sampler mTLS over real sockets (DESIGN 3.5, issue 7), with certificates made
+ * Secure mode and per-sampler mTLS over real sockets (DESIGN 3.5), with certificates made
  * by `openssl` for this run (test/helpers/certs.ts): HTTPS on restApiHttpsPort beside HTTP with the
  * same routes; samplers with `verifyClientCertificate` take only HTTPS requests whose client
  * certificate chains to their CA (own file, or the -ssl-certificate-chain file); live changes of

@@ -1,5 +1,5 @@
 /**
- * File permissions of the data dir (issue 10; docs/security.md): 0700 for it and its folders,
+ * File permissions of the data dir (docs/security.md): 0700 for it and its folders,
  * 0600 for every file (signing key, DuckDB files, dead letters, sink files), after `vigil up`
  * (startSystem) and after key creation; looser entries are reported at start.
  */

@@ -1,5 +1,5 @@
 /**
- * Kerberos SPNEGO on the hub's token endpoints end to end (DESIGN 5.4; issue 10), against real MIT
+ * Kerberos SPNEGO on the hub's token endpoints end to end (DESIGN 5.4), against real MIT
  * KDCs that this file starts in temp folders (test/helpers/kdc.ts): `kinit` and
  * `curl --negotiate` as the client, a hub listening on a real socket with the service keytab.
  *

@@ -1,5 +1,5 @@
 /**
- * The token endpoints under abuse (issue 10; docs/security.md): rate limits and lockout per remote
+ * The token endpoints under abuse (docs/security.md): rate limits and lockout per remote
  * address and per client id (429 with Retry-After), bounded secret checks (503 beyond the queue),
  * the verified-secret cache that keeps a known client in while its id is locked out, and the
  * bounded maps behind them. Time is a controllable clock; nothing here asserts a duration.

@@ -1,5 +1,5 @@
 /**
- * The hub's console routes in-process (issue 11): the page and its assets with their caching and
+ * The hub's console routes in-process: the page and its assets with their caching and
  * security headers, the answer without a build, `/console/config.json`, and the gateway relay's
  * refusals (no gateway known, gateway not answering, no token with security on) and its relaying
  * to a real gateway-like server on a socket.

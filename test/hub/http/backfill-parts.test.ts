@@ -1,5 +1,5 @@
 /**
- * `POST /v0/messages` commits a body in parts (issue 12): the next part is parsed and checked while
+ * `POST /v0/messages` commits a body in parts: the next part is parsed and checked while
  * the store commits the previous one. Over a real in-memory DuckDB store, with parts of 3 messages:
  * rejections keep their index in the body, duplicates are found across parts, an outage in a later
  * part answers 503 and sending the body again stores every message once. Also the shortcuts the

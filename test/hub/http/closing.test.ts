@@ -1,6 +1,6 @@
 /**
  * A request that reaches an app while it closes gets the API error body (a 503), not Fastify's own
- * `{error, message, statusCode}` (issue 9: every error the framework raises has the documented
+ * `{error, message, statusCode}` (every error the framework raises has the documented
  * body). Deterministic, without timers: a first request is held in its handler; once close has
  * begun, a second request is sent on the same keep-alive socket, and the first is released only
  * when the second's answer is being sent.

@@ -1,5 +1,5 @@
 /**
- * Hostile and malformed input to the hub through real sockets (issue 9): every answer is a 4xx with
+ * Hostile and malformed input to the hub through real sockets: every answer is a 4xx with
  * exactly the `{status, title, body}` error body (DESIGN 3.2), never a 500 and never Fastify's or
  * Node's own body — also for errors raised by the router (a malformed percent-escape) and by Node's
  * HTTP parser (an over-long header, a malformed request line), which never reach a route.

@@ -1,5 +1,5 @@
 /**
- * The hub's listing endpoints through real HTTP (issue 9), with the request shapes ITRS's Go client
+ * The hub's listing endpoints through real HTTP, with the request shapes ITRS's Go client
  * `cordial/pkg/gwhub` sends (repeated `groupBy`, zero-valued fields of a Go struct) and the
  * response shapes it decodes: entity summary, events recordsQuery, raw metric data, metrics across
  * entities, row names, and the aggregation catalog. Data arrives by backfill.

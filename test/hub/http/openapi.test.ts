@@ -1,5 +1,5 @@
 /**
- * `GET /v0/openapi.json` against the real hub (issue 9): the request schemas it publishes are the
+ * `GET /v0/openapi.json` against the real hub: the request schemas it publishes are the
  * very objects that validate requests, and the real responses of every endpoint — successes and
  * errors, with security enabled — satisfy the response schemas it publishes (checked with Ajv).
  */

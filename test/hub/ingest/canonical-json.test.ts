@@ -1,5 +1,5 @@
 /**
- * The canonical-text check behind the digest of a message without an id (issue 12): `true` must
+ * The canonical-text check behind the digest of a message without an id: `true` must
  * mean `JSON.stringify(JSON.parse(text)) === text`, checked by properties over arbitrary JSON
  * written canonically and otherwise (indented, respaced, re-escaped, keys repeated, numbers
  * rewritten); it must also hold for plain `JSON.stringify` output, or the shortcut never fires. A

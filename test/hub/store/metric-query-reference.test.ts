@@ -1,5 +1,5 @@
 /**
- * Property (issue 12): each store's metric query gives the answer of a plain reference written
+ * Property: each store's metric query gives the answer of a plain reference written
  * here in JavaScript, straight from DESIGN 5.3 and independent of the stores' SQL, on random small
  * sample sets, random zones (DST changes of whole hours, half hours and 45-minute offsets, fixed
  * offsets, no change at all), random ranges, bucket sizes (one minute to a month), time windows

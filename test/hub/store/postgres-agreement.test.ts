@@ -1,5 +1,5 @@
 /**
- * Property (issue 9): the DuckDB and PostgreSQL stores give the same answer to the same metric
+ * Property: the DuckDB and PostgreSQL stores give the same answer to the same metric
  * query on the same random data, for all ten aggregations, random zones (named, aliased, fixed
  * offsets, DST changes in range), bucket sizes, groupings, percentiles and time windows. Counts,
  * min, max, first, last and percentiles must be equal; sums, means, variances and deviations equal

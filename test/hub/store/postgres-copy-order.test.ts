@@ -1,5 +1,5 @@
 /**
- * The order in which the PostgreSQL store copies a batch's samples (postgres-copy.ts, issue 9): by
+ * The order in which the PostgreSQL store copies a batch's samples (postgres-copy.ts): by
  * series id, each series' cells in the order they came, with each cell's own time; every cell the
  * rows name exactly once (and none they skip). Property over dense ids (the counting sort) and
  * sparse ones (the comparison sort).

@@ -1,5 +1,5 @@
 /**
- * Cells in columns (sample-rows.ts): `SampleCells` keeps its cells in chunks of 4 096 (issue 12),
+ * Cells in columns (sample-rows.ts): `SampleCells` keeps its cells in chunks of 4 096,
  * so reading by index must give back each cell as it was added, on both sides of every chunk's
  * end; and `sampleRowsOf` must carry the cells of `IngestBatch.rows` after the single samples.
  */

@@ -1,5 +1,5 @@
 /**
- * The part of the Store contract behind the hub's listing endpoints (DESIGN 5.1, issue 9): latest
+ * The part of the Store contract behind the hub's listing endpoints (DESIGN 5.1): latest
  * severity per entity, event paging and cell filters, raw samples of one cell, metric names and
  * row names. Every store runs it (STYLE 2). It assumes no dense ids and no insertion order: entity
  * ids are looked up by name, and every result either has a defined order or is compared sorted.

@@ -1,5 +1,5 @@
 /**
- * Store outages become 503 (src/hub/store/store-outage.ts, issue 13): which errors count as an
+ * Store outages become 503 (src/hub/store/store-outage.ts): which errors count as an
  * outage, and that a wrapped store turns them into SERVICE_UNAVAILABLE with Retry-After while data
  * errors and bugs pass through unchanged. test/faults/ shows the same against a real PostgreSQL
  * restart and a real full disk.
