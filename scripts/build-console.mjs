@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the hub's web console (issue 11): bundles console/src/main.ts with uPlot and the styles
+// Builds the hub's web console: bundles console/src/main.ts with uPlot and the styles
 // into content-hashed files under dist/console/assets/ (served with a year-long immutable cache) and
 // writes dist/console/index.html naming them (served with `no-cache`, so a new build is seen at once).
 // `npm run build` runs it after tsc; the `prepare` script runs the build at install (`npm ci`).

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Checks that vigil's `engines.node` (package.json) names exactly the Node versions CI tests, and that
-// every installed package's own `engines.node` accepts all of them (issue 13). `.ci/run` tests the
+// every installed package's own `engines.node` accepts all of them. `.ci/run` tests the
 // machine's Node (`npm test`) and Node 24 LTS (`scripts/node24.sh test`, whose VERSION is read here).
 //
 // Checks, each failure named on its own line:

@@ -62,7 +62,7 @@ const ROWS = {
               .join(", "),
             "",
             "",
-            r.configuration === "up" ? "< 512 (issue 12)" : "< 1024",
+            r.configuration === "up" ? "< 512" : "< 1024",
             Object.values(r.peakRssMiB ?? {}).every((v) => v < (r.configuration === "up" ? 512 : 1024)),
           ],
         ],

@@ -50,8 +50,8 @@ const IN_FLIGHT_PARTS = 3;
  * IN_FLIGHT_PARTS − 1 before it are still committing, so the store goes from one commit to the next
  * and parsing goes on meanwhile; a 256 MiB body never holds more than IN_FLIGHT_PARTS + 1 parts'
  * messages and samples at once. Parts grow from SMALL_PART_MESSAGES to `size` and shrink by halves at the end
- * of the body, so the store starts early and has little left once the body is parsed (
- * the two ends of a body are where nothing overlaps the store's work). A store outage stops the
+ * of the body, so the store starts early and has little left once the body is parsed
+ * (the two ends of a body are where nothing overlaps the store's work). A store outage stops the
  * parts not yet handed in and is thrown (503): the parts committed before it stay stored (parts
  * handed in behind the failed one may be too), and sending the body again stores each message
  * once (DESIGN 1, de-duplication).

@@ -20,8 +20,8 @@ import type {
  * 16 000 entries lives in V8's large-object space, where each growth maps fresh memory: pushing
  * onto one cost 0.07–0.1 µs per entry on this machine against 0.005–0.01 onto arrays of a few
  * thousand. A backfill part holds 55 000 cells (5 000 messages of 11), and adding a part's slices
- * took 6 % of the hub's thread in the backfill bench's profile; 1.4 % in chunks (
- * docs/performance.md).
+ * took 6 % of the hub's thread in the backfill bench's profile; 1.4 % in chunks
+ * (docs/performance.md).
  */
 const CHUNK_BITS = 12;
 const IN_CHUNK = (1 << CHUNK_BITS) - 1;
