@@ -23,6 +23,7 @@ import { buildHub, type Hub } from "../../src/hub/app.js";
 import { createDuckDbStore } from "../../src/hub/store/duckdb/duckdb-store.js";
 import { withOutageErrors } from "../../src/hub/store/store-outage.js";
 import { eventually } from "../helpers/vigil-process.js";
+import { type HubAnswer, hubCalls } from "./store-helpers.js";
 
 const setup = parseSetup("gateway: { name: G }\nhub: { security: { enabled: false } }\n");
 const T0 = Date.UTC(2026, 4, 1);
@@ -71,27 +72,8 @@ describe("a fatal DuckDB error", { timeout: 120_000 }, () => {
     await store.migrate();
     await hub.ingester.init();
     const http = hub.http;
-    const call = async (method: "GET" | "POST", url: string, payload?: unknown) => {
-      const r = await http.inject({
-        method,
-        url,
-        headers: { "content-type": "application/json" },
-        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-      });
-      return {
-        status: r.statusCode,
-        body: r.json() as Record<string, unknown>,
-        retryAfter: r.headers["retry-after"],
-      };
-    };
-    const names = async () => {
-      const r = await call("GET", "/v0/entities");
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      return (r.body as unknown as { attributes: Record<string, string> }[]).map(
-        (e) => e.attributes["svc.name"],
-      );
-    };
-    const unavailable = (r: Awaited<ReturnType<typeof call>>, what: string) => {
+    const { call, names } = hubCalls(() => http);
+    const unavailable = (r: HubAnswer, what: string) => {
       assert.equal(r.status, 503, `${what}: ${JSON.stringify(r.body)}`);
       assert.equal(r.retryAfter, "1", `${what} carries Retry-After`);
       assert.deepEqual(Object.keys(r.body).sort(), ["body", "status", "title"], what);

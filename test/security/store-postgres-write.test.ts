@@ -17,6 +17,7 @@ import { parseSetup } from "../../src/config/load-setup.js";
 import { buildHub, type Hub } from "../../src/hub/app.js";
 import { openStore } from "../../src/hub/store/open-store.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../helpers/postgres.js";
+import { hubCalls } from "./store-helpers.js";
 
 const reachable = await postgresReachable();
 const setup = parseSetup("gateway: { name: G }\nhub: { security: { enabled: false } }\n");
@@ -39,26 +40,7 @@ describe("a failed PostgreSQL write", { skip: reachable ? false : PG_SKIP, timeo
   let db: PgTestDatabase | undefined;
   let hub: Hub | undefined;
 
-  const call = async (method: "GET" | "POST", url: string, payload?: unknown) => {
-    const r = await (hub as Hub).http.inject({
-      method,
-      url,
-      headers: { "content-type": "application/json" },
-      ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-    });
-    return {
-      status: r.statusCode,
-      body: r.json() as Record<string, unknown>,
-      retryAfter: r.headers["retry-after"],
-    };
-  };
-  const names = async () => {
-    const r = await call("GET", "/v0/entities");
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    return (r.body as unknown as { attributes: Record<string, string> }[]).map(
-      (e) => e.attributes["svc.name"],
-    );
-  };
+  const { call, names } = hubCalls(() => (hub as Hub).http);
 
   before(async () => {
     db = await PgTestDatabase.create("write");
