@@ -1,4 +1,7 @@
-/** STYLE 8: every error code is documented, and errors render the one body shape. */
+/**
+ * STYLE 8: docs/errors.md and the catalog agree both ways (every code documented with its status,
+ * title and body; every documented code exists), and errors render the one body shape.
+ */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -22,9 +25,23 @@ describe("error catalog", () => {
     test(`${code} is listed in docs/errors.md with its status and title`, () => {
       const row = rows.find((cells) => cells[0] === `\`${code}\``);
       assert.ok(row, `docs/errors.md has no row for ${code}`);
-      assert.deepEqual(row.slice(1, 3), [String(spec.status), spec.title], `row for ${code} is out of date`);
+      assert.deepEqual(
+        row.slice(1, 4),
+        [String(spec.status), spec.title, spec.body.replaceAll("|", "\\|")],
+        `row for ${code} is out of date`,
+      );
     });
   }
+
+  test("every code docs/errors.md lists is in the catalog", () => {
+    const documented = rows
+      .map((cells) => /^`([A-Z0-9_]+)`$/.exec(cells[0] ?? "")?.[1])
+      .filter((c) => c !== undefined);
+    assert.ok(documented.length > 0, "docs/errors.md lists no code");
+    const unknown = documented.filter((code) => !Object.hasOwn(ERRORS, code));
+    assert.deepEqual(unknown, [], "docs/errors.md lists codes the catalog does not have");
+    assert.equal(new Set(documented).size, documented.length, "docs/errors.md lists a code twice");
+  });
 
   test("fields fill the body template; unknown placeholders stay visible", () => {
     const error = new VigilError("DATAVIEW_NOT_FOUND", { sampler: "orders" });
