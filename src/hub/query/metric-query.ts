@@ -442,14 +442,14 @@ function parseBucketing(
 
 /**
  * Validates a metric query body (DESIGN 5.3) and returns the plan for the store without its
- * entities, plus the entity filter and the duration as written. Every violation is INVALID_QUERY
- * (400) naming the field path and the reason. Decisions: unknown fields are rejected at every level,
- * except a string `token` at the top level, which is accepted and ignored (the seed says that with
- * single sign-on a token may travel in the body; the bearer header is what authenticates); optional
- * fields (`grouping`, `filter.timeWindows`, `on`) may be null; a blank or absent `filter.entities`
- * becomes "" and selects every entity; an absent or empty `zoneId` is UTC; `bucketing` has
- * `duration` or `count`, not both; includes of one metric must differ; sizes are capped by
- * METRIC_QUERY_LIMITS, the range included (at most 100 000 buckets).
+ * entities, plus the entity filter and what `schema.bucketing` echoes. Every violation is
+ * INVALID_QUERY (400) naming the field path and the reason. Decisions: unknown fields are rejected
+ * at every level, except a string `token` at the top level, which is accepted and ignored (the seed
+ * says that with single sign-on a token may travel in the body; the bearer header is what
+ * authenticates); optional fields (`grouping`, `filter.timeWindows`, `on`) may be null; a blank or
+ * absent `filter.entities` becomes "" and selects every entity; an absent or empty `zoneId` is UTC;
+ * `bucketing` has `duration` or `count`, not both; includes of one metric must differ; sizes are
+ * capped by METRIC_QUERY_LIMITS, the range included (at most 100 000 buckets).
  */
 export function parseMetricQuery(body: unknown): ParsedMetricQuery {
   if (!isObject(body)) throw fail("body", `must be a JSON object, found ${describe(body)}`);
