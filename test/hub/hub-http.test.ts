@@ -261,6 +261,96 @@ describe("POST /v0/metrics/query", () => {
     assert.deepEqual((body as { data: { metrics: unknown }[] }).data[0]?.metrics, { eur: { "svc.avg": 15 } });
   });
 
+  test("bucketing.count cuts the range into equal buckets from `from`, labelled in the zone", async () => {
+    const range = { from: iso(T0), to: iso(T0 + 6_000) };
+    const { status, body } = await call(
+      "POST",
+      "/v0/metrics/query",
+      query({
+        zoneId: "Asia/Kolkata",
+        filter: { entities: "svc.name = web-01", range },
+        aggregations: ["svc.count", "svc.sum"],
+        bucketing: { count: 3 },
+      }),
+    );
+    assert.equal(status, 200);
+    assert.deepEqual(body, {
+      schema: {
+        bucketing: { count: 3, duration: "PT2S" },
+        grouping: [],
+        metrics: {
+          lat: {
+            "svc.count": { type: "int64", unit: "none" },
+            "svc.sum": { type: "float64", unit: "milliseconds" },
+          },
+        },
+      },
+      data: [
+        {
+          bucket: "2026-03-01T15:30:00+05:30",
+          group: {},
+          metrics: { lat: { "svc.count": 1, "svc.sum": 10 } },
+        },
+        {
+          bucket: "2026-03-01T15:30:02+05:30",
+          group: {},
+          metrics: { lat: { "svc.count": 2, "svc.sum": 80 } },
+        },
+        {
+          bucket: "2026-03-01T15:30:04+05:30",
+          group: {},
+          metrics: { lat: { "svc.count": 1, "svc.sum": 5 } },
+        },
+      ],
+    });
+  });
+
+  test("count buckets whose width is not a whole millisecond are labelled with their first whole millisecond", async () => {
+    const range = { from: iso(T0), to: iso(T0 + 5_000) };
+    const { status, body } = await call(
+      "POST",
+      "/v1alpha/metrics/query",
+      query({
+        zoneId: "UTC",
+        filter: { entities: "", range },
+        aggregations: ["svc.count"],
+        bucketing: { count: 3 },
+      }),
+    );
+    assert.equal(status, 200);
+    const answer = body as { schema: { bucketing: unknown }; data: { bucket: string; metrics: unknown }[] };
+    assert.deepEqual(answer.schema.bucketing, { count: 3, duration: "PT1.666666666S" });
+    assert.deepEqual(
+      answer.data.map((d) => [d.bucket, d.metrics]),
+      [
+        ["2026-03-01T10:00:00+00:00", { lat: { "svc.count": 2 } }], // web-01 10 at +1 s, web-02 1000 at +1 s
+        ["2026-03-01T10:00:01.667+00:00", { lat: { "svc.count": 2 } }], // 20 at +2 s, 60 at +3 s
+      ],
+    );
+  });
+
+  // biome-ignore format: one line per case (STYLE 16)
+  const badBucketing: [string, unknown, string][] = [
+    ["both duration and count", { duration: "PT1H", count: 3 }, "bucketing: has more than one field; give only duration or only count, not both"],
+    ["neither duration nor count", {}, "bucketing: is empty; give duration or count"],
+    ["a count of 0", { count: 0 }, "bucketing.count: must be >= 1"],
+    ["a count above 100 000", { count: 100_001 }, "bucketing.count: must be <= 100000"],
+    ["a fractional count", { count: 1.5 }, "bucketing.count: must be integer"],
+    ["more buckets than milliseconds in the range", { count: 100_000 }, "bucketing.count: 100000 buckets of a range of 60000 ms would be narrower than a millisecond; ask for fewer buckets or a longer range"],
+  ];
+  for (const [name, bucketing, message] of badBucketing) {
+    test(`bucketing with ${name} is a 400 naming the field`, async () => {
+      const range = { from: iso(T0), to: iso(T0 + 60_000) };
+      const { status, body } = await call(
+        "POST",
+        "/v0/metrics/query",
+        query({ filter: { entities: "", range }, bucketing }),
+      );
+      assert.equal(status, 400);
+      assert.deepEqual(body, { status: 400, title: "Invalid metric query", body: message });
+    });
+  }
+
   test("the same handler answers under /v1alpha", async () => {
     assert.equal((await call("POST", "/v1alpha/metrics/query", query())).status, 200);
   });

@@ -135,9 +135,11 @@ export function registerEntityRoutes(app: FastifyInstance, store: Store, options
     },
   });
 
+  // The entity filter applies here too (DESIGN 5.1; cordial's gwhub sends `filter`): the names and
+  // values of the attributes of the entities it selects.
   resource(app, "/v0/entities/attributes", {
     GET: async (request) => {
-      const entities = await store.listEntities({ includeDeleted: includeDeleted(request) });
+      const entities = await selectEntities(store, queryParam(request, "filter"), includeDeleted(request));
       const values = new Map<string, Set<string>>();
       for (const entity of entities) {
         for (const [name, value] of Object.entries(entity.attributes)) {
@@ -155,7 +157,7 @@ export function registerEntityRoutes(app: FastifyInstance, store: Store, options
   resource(app, "/v0/entities/attributes/:name", {
     GET: async (request) => {
       const { name } = request.params as { name: string };
-      const entities = await store.listEntities({ includeDeleted: includeDeleted(request) });
+      const entities = await selectEntities(store, queryParam(request, "filter"), includeDeleted(request));
       const values = new Set<string>();
       for (const entity of entities) {
         const value = attributeOf(entity, name);

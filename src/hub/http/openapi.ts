@@ -3,7 +3,10 @@
  * are the JSON Schemas that validate them (metric-query-schema.ts, records-query.ts), imported,
  * not copied; response bodies are the schemas below, which test/hub/http/openapi.test.ts checks
  * real responses of every endpoint against. Query parameters are described from one table
- * ({@link PARAMETERS}); their values are checked by query-params.ts.
+ * ({@link PARAMETERS}); their values are checked by query-params.ts. Each operation lists every
+ * status it answers ({@link STATUSES}); test/hub/http/openapi-statuses.test.ts provokes each one
+ * against real hubs and fails on a status a route answers that its operation does not list, or one
+ * listed that it cannot provoke. Every other method on a documented path is a 405 with `Allow`.
  */
 
 import { METRIC_QUERY_SCHEMA } from "../query/metric-query-schema.js";
@@ -88,7 +91,32 @@ export const RESPONSE_SCHEMAS = {
       type: "object",
       additionalProperties: false,
       required: ["name", "type", "unit"],
-      properties: { name: { type: "string" }, type: { type: "string" }, unit: { type: "string" } },
+      properties: {
+        name: {
+          type: "string",
+          description: "A cell reference with {rowname}; headlines have an empty row.",
+        },
+        type: { type: "string", description: "float64 (or the schema's type) once numeric, else string." },
+        unit: { type: "string", description: "The setup schema's unit, else none." },
+        mappings: {
+          type: "array",
+          description: "With includeMappings=true (DESIGN 5.1): where the metric lives in Geneos terms.",
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["legacyPath", "dataviewId", "isDeleted"],
+            properties: {
+              legacyPath: {
+                type: "string",
+                description:
+                  'The Geneos XPath of the cell, e.g. /geneos/gateway[(@name="GW1")]/…/rows/row[(@name="{rowname}")]/cell[(@column="latency")].',
+              },
+              dataviewId: { type: "integer", description: "The hub's stable id of the dataview." },
+              isDeleted: { type: "boolean", description: "Whether that dataview is deleted." },
+            },
+          },
+        },
+      },
     },
   },
   MetricData: {
@@ -120,8 +148,20 @@ export const RESPONSE_SCHEMAS = {
         properties: {
           bucketing: {
             type: "object",
+            additionalProperties: false,
             required: ["duration"],
-            properties: { duration: { type: "string" } },
+            properties: {
+              duration: {
+                type: "string",
+                description:
+                  "The duration asked; with count, each bucket's width (ISO 8601, e.g. PT7M30S; to the nanosecond, rounded down).",
+              },
+              count: {
+                type: "integer",
+                minimum: 1,
+                description: "The count asked, when buckets were counted.",
+              },
+            },
           },
           grouping: stringArray,
           metrics: {
@@ -297,6 +337,12 @@ export const PARAMETERS = {
     description: "Include metrics that have no numeric value; default false.",
     schema: TRUE_FALSE,
   },
+  includeMappings: {
+    in: "query",
+    description:
+      "Add to each metric `mappings: [{legacyPath, dataviewId, isDeleted}]`: the Geneos XPath of the cell, the hub's id of its dataview and whether that dataview is deleted (DESIGN 5.1); default false.",
+    schema: TRUE_FALSE,
+  },
   path: {
     in: "query",
     required: true,
@@ -346,36 +392,65 @@ function parameters(names: readonly ParameterName[]): object[] {
 }
 
 const json = (schema: object) => ({ content: { "application/json": { schema } } });
-const errors = {
-  "400": { description: "Invalid request.", ...json(ref("Error")) },
-  "401": { description: "No valid token (security enabled).", ...json(ref("Error")) },
-  "403": {
-    description: "The token lacks the role this endpoint needs (security enabled).",
-    ...json(ref("Error")),
-  },
-};
 
-function get(summary: string, response: ResponseSchemaName, params: readonly ParameterName[] = []) {
+/** The error statuses of the hub API with what each means; every one answers the Error body. */
+export const STATUSES = {
+  "400": "Invalid request: the body names the parameter or field and why.",
+  "401": "No valid bearer token (security enabled; WWW-Authenticate: Bearer).",
+  "403": "The token lacks the role this endpoint needs (security enabled).",
+  "404": "No entity has this id.",
+  "413": "The request body is larger than the endpoint's limit.",
+  "429":
+    "Too many token requests from this address, or failed authentications of this client id (Retry-After).",
+  "503": "The store cannot answer now (Retry-After); retry.",
+} as const;
+
+type Status = keyof typeof STATUSES;
+
+function errorResponses(statuses: readonly Status[], descriptions: Partial<Record<Status, string>> = {}) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: descriptions[status] ?? STATUSES[status], ...json(ref("Error")) },
+    ]),
+  );
+}
+
+/** Security (401, 403) and the store (503): what every protected route reading the store answers. */
+const READS_STORE: readonly Status[] = ["401", "403", "503"];
+/** A protected route that needs no store. */
+const PROTECTED: readonly Status[] = ["401", "403"];
+
+function get(
+  summary: string,
+  response: ResponseSchemaName,
+  params: readonly ParameterName[],
+  statuses: readonly Status[],
+) {
   return {
     get: {
       summary,
       parameters: parameters(params),
-      responses: { "200": { description: "OK", ...json(ref(response)) }, ...errors },
+      responses: { "200": { description: "OK", ...json(ref(response)) }, ...errorResponses(statuses) },
     },
   };
 }
 
-function post(summary: string, body: object, response: ResponseSchemaName) {
+function post(summary: string, body: object, response: ResponseSchemaName, statuses: readonly Status[]) {
   return {
     post: {
       summary,
       requestBody: { required: true, ...json(body) },
-      responses: { "200": { description: "OK", ...json(ref(response)) }, ...errors },
+      responses: { "200": { description: "OK", ...json(ref(response)) }, ...errorResponses(statuses) },
     },
   };
 }
 
-const metricQuery = post("Aggregate metrics (DESIGN 5.3).", METRIC_QUERY_SCHEMA, "MetricQueryResponse");
+const metricQuery = post("Aggregate metrics (DESIGN 5.3).", METRIC_QUERY_SCHEMA, "MetricQueryResponse", [
+  "400",
+  "413",
+  ...READS_STORE,
+]);
 
 const oauth2 = {
   post: {
@@ -387,11 +462,29 @@ const oauth2 = {
     },
     responses: {
       "200": { description: "OK", ...json(ref("OAuth2Token")) },
-      "400": { description: "RFC 6749 error.", ...json(ref("OAuth2Error")) },
-      "401": { description: "RFC 6749 error.", ...json(ref("OAuth2Error")) },
+      "400": {
+        description:
+          "RFC 6749 error: invalid_request (a body too large included), invalid_grant, unsupported_grant_type.",
+        ...json(ref("OAuth2Error")),
+      },
+      "401": { description: "RFC 6749 error: invalid_client.", ...json(ref("OAuth2Error")) },
+      "429": {
+        description: "RFC 6749 error temporarily_unavailable: the rate limits or a lockout (Retry-After).",
+        ...json(ref("OAuth2Error")),
+      },
+      "503": {
+        description: "RFC 6749 error temporarily_unavailable: too many secret checks waiting (Retry-After).",
+        ...json(ref("OAuth2Error")),
+      },
     },
   },
 };
+
+/** The token endpoints' refusals (docs/security.md): 401, 429 past the limits, 503 when checks queue up. */
+const TOKEN_STATUSES = errorResponses(["401", "429", "503"], {
+  "401": "The credentials are missing or wrong (WWW-Authenticate names the schemes).",
+  "503": "Too many secret checks are waiting (Retry-After); retry shortly.",
+});
 
 /** The document, built once. */
 export const HUB_OPENAPI = {
@@ -411,71 +504,83 @@ export const HUB_OPENAPI = {
   paths: {
     "/v0/ping": {
       get: {
-        ...get("Ready: 200 when the store answers, 503 with the reason when it cannot.", "Ping").get,
+        summary: "Ready: 200 when the store answers, 503 with the reason when it cannot.",
         security: [],
+        parameters: [],
         responses: {
           "200": { description: "OK", ...json(ref("Ping")) },
-          "503": { description: "The store cannot answer (Retry-After).", ...json(ref("Error")) },
+          ...errorResponses(["503"], { "503": "The store cannot answer (Retry-After)." }),
         },
       },
     },
-    "/v0/openapi.json": get("This document.", "OpenApi"),
-    "/v0/entities": get("Entities a filter selects.", "Entities", ["filter", "includeDeleted"]),
-    "/v0/entities/summary": get("Entities grouped by attributes, counted by severity.", "EntitySummary", [
-      "filter",
-      "includeDeleted",
-      "groupBy",
-      "nrSamples",
-    ]),
-    "/v0/entities/attributes": get("Attribute names with their number of values.", "Attributes", [
-      "includeDeleted",
-    ]),
-    "/v0/entities/attributes/{name}": get("Values of one attribute, sorted by code point.", "Strings", [
-      "name",
-      "includeDeleted",
-    ]),
-    "/v0/entities/metrics": get("Metrics of the entities a filter selects.", "Metrics", [
-      "filter",
-      "plugin",
-      "includeNonNumeric",
-      "includeDeleted",
-    ]),
-    "/v0/entities/metrics/rows": get("Row names of a path on the entities a filter selects.", "Strings", [
-      "filter",
-      "includeDeleted",
-      "rowsPath",
-      "updatedSince",
-    ]),
-    "/v0/entities/{id}": get("One entity.", "Entity", ["id"]),
-    "/v0/entities/{id}/metrics": get("Metrics of one entity.", "Metrics", [
-      "id",
-      "plugin",
-      "includeNonNumeric",
-    ]),
-    "/v0/entities/{id}/metrics/rows": get("Row names of a path on one entity.", "Strings", [
-      "id",
-      "rowsPath",
-      "updatedSince",
-    ]),
-    "/v0/entities/{id}/metrics/data": get("Raw values of one cell, values as strings.", "MetricData", [
-      "id",
-      "path",
-      "from",
-      "to",
-      "skip",
-      "limit",
-    ]),
+    "/v0/openapi.json": get("This document.", "OpenApi", [], PROTECTED),
+    "/v0/entities": get(
+      "Entities a filter selects.",
+      "Entities",
+      ["filter", "includeDeleted"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/summary": get(
+      "Entities grouped by attributes, counted by severity.",
+      "EntitySummary",
+      ["filter", "includeDeleted", "groupBy", "nrSamples"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/attributes": get(
+      "Attribute names of the entities a filter selects, with their number of values.",
+      "Attributes",
+      ["filter", "includeDeleted"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/attributes/{name}": get(
+      "Values of one attribute on the entities a filter selects, sorted by code point.",
+      "Strings",
+      ["name", "filter", "includeDeleted"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/metrics": get(
+      "Metrics of the entities a filter selects.",
+      "Metrics",
+      ["filter", "plugin", "includeNonNumeric", "includeDeleted", "includeMappings"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/metrics/rows": get(
+      "Row names of a path on the entities a filter selects.",
+      "Strings",
+      ["filter", "includeDeleted", "rowsPath", "updatedSince"],
+      ["400", ...READS_STORE],
+    ),
+    "/v0/entities/{id}": get("One entity.", "Entity", ["id"], ["400", "404", ...READS_STORE]),
+    "/v0/entities/{id}/metrics": get(
+      "Metrics of one entity.",
+      "Metrics",
+      ["id", "plugin", "includeNonNumeric", "includeMappings"],
+      ["400", "404", ...READS_STORE],
+    ),
+    "/v0/entities/{id}/metrics/rows": get(
+      "Row names of a path on one entity.",
+      "Strings",
+      ["id", "rowsPath", "updatedSince"],
+      ["400", "404", ...READS_STORE],
+    ),
+    "/v0/entities/{id}/metrics/data": get(
+      "Raw values of one cell, values as strings.",
+      "MetricData",
+      ["id", "path", "from", "to", "skip", "limit"],
+      ["400", "404", ...READS_STORE],
+    ),
     "/v0/metrics/query": metricQuery,
     "/v1alpha/metrics/query": metricQuery,
-    "/v0/metrics/aggregations": get("The aggregations of the metric query.", "Aggregations"),
+    "/v0/metrics/aggregations": get("The aggregations of the metric query.", "Aggregations", [], PROTECTED),
     "/v0/events/recordsQuery": post(
       "Severity, snooze and user-assignment history; a map from entity id to records.",
       RECORDS_QUERY_SCHEMA,
       "EventRecords",
+      ["400", "413", ...READS_STORE],
     ),
     "/v0/messages": {
       post: {
-        summary: "Backfill: a JSON array or NDJSON of public-v2 messages.",
+        summary: "Backfill: a JSON array or NDJSON of public-v2 messages (role write).",
         requestBody: {
           required: true,
           content: {
@@ -483,23 +588,30 @@ export const HUB_OPENAPI = {
             "application/x-ndjson": { schema: { type: "string" } },
           },
         },
-        responses: { "200": { description: "OK", ...json(ref("BackfillResult")) }, ...errors },
+        responses: {
+          "200": { description: "OK", ...json(ref("BackfillResult")) },
+          ...errorResponses(["400", "401", "403", "413", "503"], {
+            "503":
+              "The store cannot take the messages now, the hub is over its memory threshold, or too many backfills run (Retry-After); retry.",
+          }),
+        },
       },
     },
-    "/v1/status": get("Store, ingest and consumer counters (role read).", "Status"),
+    "/v1/status": get("Store, ingest and consumer counters (role read).", "Status", [], PROTECTED),
     "/v1/whoami": {
       get: {
         summary: "What the bearer token grants now: its subject, current roles and expiry (no role needed).",
-        responses: { "200": { description: "OK", ...json(ref("Grant")) }, "401": errors["401"] },
+        parameters: [],
+        responses: { "200": { description: "OK", ...json(ref("Grant")) }, ...errorResponses(["401"]) },
       },
     },
     "/metrics": {
       get: {
         summary: "Self-metrics in the Prometheus text format 0.0.4 (docs/operations.md, Metrics).",
+        parameters: [],
         responses: {
           "200": { description: "OK", content: { "text/plain": { schema: { type: "string" } } } },
-          "401": errors["401"],
-          "403": errors["403"],
+          ...errorResponses(PROTECTED),
         },
       },
     },
@@ -507,7 +619,8 @@ export const HUB_OPENAPI = {
       get: {
         summary: "A token for HTTP Basic (application key) or Negotiate (Kerberos) credentials.",
         security: [],
-        responses: { "200": { description: "OK", ...json(ref("Token")) }, "401": errors["401"] },
+        parameters: [],
+        responses: { "200": { description: "OK", ...json(ref("Token")) }, ...TOKEN_STATUSES },
       },
     },
     "/authorize": {
@@ -519,7 +632,13 @@ export const HUB_OPENAPI = {
           { name: "client_id", in: "query", required: true, schema: { type: "string" } },
           { name: "state", in: "query", required: false, schema: { type: "string" } },
         ],
-        responses: { "200": { description: "OK", ...json(ref("Token")) }, "401": errors["401"] },
+        responses: {
+          "200": { description: "OK", ...json(ref("Token")) },
+          ...errorResponses(["400"], {
+            "400": "response_type is not token, a parameter is repeated, or client_id is not the Basic user.",
+          }),
+          ...TOKEN_STATUSES,
+        },
       },
     },
     "/oauth2/token": oauth2,

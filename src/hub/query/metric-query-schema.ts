@@ -20,15 +20,22 @@ const stringList = (maxItems: number, description: string) => ({
 export const METRIC_QUERY_SCHEMA = {
   type: "object",
   additionalProperties: false,
-  required: ["zoneId", "filter", "metrics", "aggregations", "bucketing"],
+  required: ["filter", "metrics", "aggregations", "bucketing"],
   properties: {
-    zoneId: { type: "string", description: "IANA zone, alias or fixed offset that buckets align to." },
+    zoneId: {
+      type: "string",
+      description:
+        "IANA zone, alias or fixed offset that buckets align to and labels are written in; absent or empty: UTC.",
+    },
     filter: {
       type: "object",
       additionalProperties: false,
-      required: ["entities", "range"],
+      required: ["range"],
       properties: {
-        entities: { type: "string", description: "Entity filter (DESIGN 5.2); blank selects every entity." },
+        entities: {
+          type: "string",
+          description: "Entity filter (DESIGN 5.2); blank or absent selects every entity.",
+        },
         range: {
           type: "object",
           additionalProperties: false,
@@ -77,8 +84,24 @@ export const METRIC_QUERY_SCHEMA = {
     bucketing: {
       type: "object",
       additionalProperties: false,
-      required: ["duration"],
-      properties: { duration: { type: "string", description: "ISO 8601 duration, e.g. PT5M or P1D." } },
+      description: "Exactly one of duration (zone-aligned buckets) or count (equal buckets of the range).",
+      // With additionalProperties false: exactly one of duration and count.
+      minProperties: 1,
+      maxProperties: 1,
+      properties: {
+        duration: {
+          type: "string",
+          description:
+            "ISO 8601 duration: PT1M, PT5M, PT15M, PT1H, PT3H, PT12H, P1D, P1W, P1M or any PTnM/PTnH that divides a day.",
+        },
+        count: {
+          type: "integer",
+          minimum: 1,
+          maximum: METRIC_QUERY_LIMITS.buckets,
+          description:
+            "Cuts [from, to) into this many equal buckets from `from` (not zone-aligned); at most the range's length in milliseconds.",
+        },
+      },
     },
     grouping: {
       type: ["array", "null"],
@@ -116,6 +139,11 @@ export function fieldPath(error: ErrorObject): string {
 
 /** What an Ajv error says, in words a client can act on. */
 export function errorDetail(error: ErrorObject): string {
+  // bucketing is the one object with a property count: exactly one of duration and count.
+  if (error.keyword === "minProperties") return "is empty; give duration or count";
+  if (error.keyword === "maxProperties") {
+    return "has more than one field; give only duration or only count, not both";
+  }
   if (error.keyword === "additionalProperties") return "is not a field of this request";
   if (error.keyword === "required") return "is required";
   if (error.keyword === "enum") {

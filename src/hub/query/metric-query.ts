@@ -17,8 +17,11 @@ import { checkZone } from "./zone.js";
 export type ParsedMetricQuery = Omit<MetricQueryPlan, "entities"> & {
   /** The entity filter as written; "" (also for a blank one) selects every entity. */
   readonly entityFilter: string;
-  /** `bucketing.duration` as written, echoed in the response schema. */
-  readonly duration: string;
+  /**
+   * What the response's `schema.bucketing` echoes: `duration` as written, or `count` as asked with
+   * the `duration` each of its buckets spans ({@link bucketWidthText}).
+   */
+  readonly bucketing: { readonly duration: string } | { readonly count: number; readonly duration: string };
 };
 
 /** Size caps of one request, so that one query cannot occupy the store for long. */
@@ -27,7 +30,10 @@ export const METRIC_QUERY_LIMITS = {
   includesPerMetric: 100,
   aggregations: 20,
   timeWindows: 20,
-  /** Buckets the range spans at the requested duration (100 000 one-minute buckets ≈ 69 days). */
+  /**
+   * Buckets the range spans at the requested duration (100 000 one-minute buckets ≈ 69 days), and
+   * the largest `bucketing.count`.
+   */
   buckets: 100_000,
 } as const;
 
@@ -354,6 +360,7 @@ function parseTimeWindows(filter: JsonObject): TimeWindow[] {
 
 /** An upper bound of the buckets in [from, to): the shortest length of one bucket, plus partial ends. */
 function bucketCount(from: number, to: number, bucket: BucketSpec): number {
+  if (bucket.kind === "count") return bucket.count;
   const shortest = {
     minutes: bucket.kind === "minutes" ? bucket.minutes * MINUTE_MS : 0,
     day: DAY_MS - 3_600_000,
@@ -364,14 +371,85 @@ function bucketCount(from: number, to: number, bucket: BucketSpec): number {
 }
 
 /**
+ * The width of one of `count` equal buckets of `widthMs` milliseconds as an ISO 8601 duration in
+ * the form Java's `Duration.toString()` writes (hours, minutes and seconds, no days: `PT7M30S`,
+ * `PT36H`, `PT0.25S`), exact to the nanosecond and rounded down below it (1 s in 3 buckets is
+ * `PT0.333333333S`).
+ */
+export function bucketWidthText(widthMs: number, count: number): string {
+  const nanos = (BigInt(widthMs) * 1_000_000n) / BigInt(count);
+  const hours = nanos / 3_600_000_000_000n;
+  const minutes = (nanos / 60_000_000_000n) % 60n;
+  const seconds = (nanos / 1_000_000_000n) % 60n;
+  const fraction = nanos % 1_000_000_000n;
+  let text = "PT";
+  if (hours > 0n) text += `${hours}H`;
+  if (minutes > 0n) text += `${minutes}M`;
+  if (seconds > 0n || fraction > 0n || text === "PT") {
+    const digits = fraction === 0n ? "" : `.${String(fraction).padStart(9, "0").replace(/0+$/, "")}`;
+    text += `${seconds}${digits}S`;
+  }
+  return text;
+}
+
+/**
+ * `bucketing` (DESIGN 5.3): `duration` or `count`, exactly one. `count` is a whole number from 1
+ * to METRIC_QUERY_LIMITS.buckets and at most the range's length in milliseconds (no bucket
+ * narrower than a millisecond, the samples' resolution).
+ */
+function parseBucketing(
+  body: JsonObject,
+  from: number,
+  to: number,
+): { readonly bucket: BucketSpec; readonly echo: ParsedMetricQuery["bucketing"] } {
+  const bucketing = objectAt(body, "bucketing", "");
+  rejectUnknownKeys(bucketing, ["duration", "count"], "bucketing");
+  const hasDuration = bucketing.duration !== undefined;
+  const hasCount = bucketing.count !== undefined;
+  if (hasDuration && hasCount) {
+    throw fail("bucketing", "has both duration and count; give one of them");
+  }
+  if (!hasCount) {
+    if (!hasDuration) {
+      throw fail(
+        "bucketing",
+        "needs duration (an ISO 8601 duration such as PT5M) or count (a number of buckets)",
+      );
+    }
+    const duration = stringAt(bucketing, "duration", "bucketing");
+    return { bucket: parseBucketDuration(duration), echo: { duration } };
+  }
+  const count = bucketing.count;
+  const max = METRIC_QUERY_LIMITS.buckets;
+  if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > max) {
+    throw fail(
+      "bucketing.count",
+      `must be a whole number from 1 to ${max}, found ${typeof count === "number" ? count : describe(count)}`,
+    );
+  }
+  if (count > to - from) {
+    throw fail(
+      "bucketing.count",
+      `${count} buckets of a range of ${to - from} ms would be narrower than a millisecond; ` +
+        "ask for fewer buckets or a longer range",
+    );
+  }
+  return {
+    bucket: { kind: "count", count },
+    echo: { count, duration: bucketWidthText(to - from, count) },
+  };
+}
+
+/**
  * Validates a metric query body (DESIGN 5.3) and returns the plan for the store without its
- * entities, plus the entity filter and the duration as written. Every violation is INVALID_QUERY
- * (400) naming the field path and the reason. Decisions: unknown fields are rejected at every level,
- * except a string `token` at the top level, which is accepted and ignored (the seed says that with
- * single sign-on a token may travel in the body; the bearer header is what authenticates); optional
- * fields (`grouping`, `filter.timeWindows`, `on`) may be null; a blank `filter.entities` becomes ""
- * and selects every entity; includes of one metric must differ; sizes are capped by
- * METRIC_QUERY_LIMITS, the range included (at most 100 000 buckets).
+ * entities, plus the entity filter and what `schema.bucketing` echoes. Every violation is
+ * INVALID_QUERY (400) naming the field path and the reason. Decisions: unknown fields are rejected
+ * at every level, except a string `token` at the top level, which is accepted and ignored (the seed
+ * says that with single sign-on a token may travel in the body; the bearer header is what
+ * authenticates); optional fields (`grouping`, `filter.timeWindows`, `on`) may be null; a blank or
+ * absent `filter.entities` becomes "" and selects every entity; an absent or empty `zoneId` is UTC;
+ * `bucketing` has `duration` or `count`, not both; includes of one metric must differ; sizes are
+ * capped by METRIC_QUERY_LIMITS, the range included (at most 100 000 buckets).
  */
 export function parseMetricQuery(body: unknown): ParsedMetricQuery {
   if (!isObject(body)) throw fail("body", `must be a JSON object, found ${describe(body)}`);
@@ -379,10 +457,13 @@ export function parseMetricQuery(body: unknown): ParsedMetricQuery {
   if (body.token !== undefined && body.token !== null && typeof body.token !== "string") {
     throw fail("token", `must be a string, found ${describe(body.token)}`);
   }
-  const zone = checkZone(stringAt(body, "zoneId", ""));
+  // A Go client (cordial's gwhub) leaves out an empty zoneId and an empty filter.entities
+  // (`omitempty`): absent, they mean UTC and every entity, as in the records query.
+  const zoneText = body.zoneId === undefined ? "" : stringAt(body, "zoneId", "");
+  const zone = zoneText === "" ? "UTC" : checkZone(zoneText);
   const filter = objectAt(body, "filter", "");
   rejectUnknownKeys(filter, ["entities", "range", "timeWindows"], "filter");
-  const entities = stringAt(filter, "entities", "filter");
+  const entities = filter.entities === undefined ? "" : stringAt(filter, "entities", "filter");
   const range = objectAt(filter, "range", "filter");
   rejectUnknownKeys(range, ["from", "to"], "filter.range");
   const from = parseDateTime(stringAt(range, "from", "filter.range"), "filter.range.from");
@@ -393,15 +474,12 @@ export function parseMetricQuery(body: unknown): ParsedMetricQuery {
   const timeWindows = parseTimeWindows(filter);
   const metrics = parseMetrics(body);
   const aggregations = parseAggregations(body);
-  const bucketing = objectAt(body, "bucketing", "");
-  rejectUnknownKeys(bucketing, ["duration"], "bucketing");
-  const duration = stringAt(bucketing, "duration", "bucketing");
-  const bucket = parseBucketDuration(duration);
+  const { bucket, echo } = parseBucketing(body, from, to);
   const buckets = bucketCount(from, to, bucket);
   if (buckets > METRIC_QUERY_LIMITS.buckets) {
     throw fail(
       "filter.range",
-      `the range spans about ${buckets} buckets of ${duration}; at most ${METRIC_QUERY_LIMITS.buckets} ` +
+      `the range spans about ${buckets} buckets of ${echo.duration}; at most ${METRIC_QUERY_LIMITS.buckets} ` +
         "are allowed: narrow the range or use a longer bucketing.duration",
     );
   }
@@ -412,7 +490,7 @@ export function parseMetricQuery(body: unknown): ParsedMetricQuery {
     to,
     zone,
     bucket,
-    duration,
+    bucketing: echo,
     metrics,
     aggregations,
     grouping,

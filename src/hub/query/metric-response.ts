@@ -7,7 +7,7 @@
 import type { ColumnSchema } from "../../config/setup.js";
 import type { Aggregation, CellSelector, GroupKey, MetricQueryRow } from "../store/store.js";
 import type { ParsedMetricQuery } from "./metric-query.js";
-import { formatInZone } from "./zone.js";
+import { formatInZone, formatInZoneMillis } from "./zone.js";
 
 export interface MetricValueSchema {
   readonly type: "float64" | "int64";
@@ -16,7 +16,8 @@ export interface MetricValueSchema {
 
 export interface MetricResponse {
   readonly schema: {
-    readonly bucketing: { readonly duration: string };
+    /** `{duration}` as asked, or `{count, duration}`: the count asked and each bucket's width. */
+    readonly bucketing: ParsedMetricQuery["bucketing"];
     readonly grouping: readonly string[];
     readonly metrics: Readonly<Record<string, Readonly<Record<string, MetricValueSchema>>>>;
   };
@@ -80,8 +81,8 @@ function finite(value: number | null | undefined): number | null {
 }
 
 /**
- * Builds the response of a metric query from the store's rows. `schema.bucketing.duration` and
- * `schema.grouping` echo the request; `schema.metrics[identifier][label]` gives type and unit:
+ * Builds the response of a metric query from the store's rows. `schema.bucketing` (the duration
+ * asked, or the count asked with each bucket's width) and `schema.grouping` echo the request; `schema.metrics[identifier][label]` gives type and unit:
  * `svc.count` int64 with unit `none`, `svc.avg`/`svc.var`/`svc.stddev` float64, the others the
  * column's declared type (float64 when undeclared or a string column); the unit is the column's
  * (`svc.var` included: units are free text with no squared form), `none` when undeclared. An
@@ -90,7 +91,8 @@ function finite(value: number | null | undefined): number | null {
  * every identifier of the query and every aggregation label: an identifier without a row there has
  * `svc.count` 0 and null elsewhere, and non-finite numbers become null. Elements are ordered by
  * bucket, then by group values in grouping order (ids numerically, strings by code point);
- * `bucket` is the bucket start in the query's zone with its offset (`formatInZone`).
+ * `bucket` is the bucket start in the query's zone with its offset (`formatInZone`; count buckets,
+ * which may start inside a second, with milliseconds when they are not zero).
  */
 export function buildMetricResponse(
   query: ParsedMetricQuery,
@@ -160,17 +162,18 @@ export function buildMetricResponse(
   // Many groups share a bucket: its label is formatted once.
   let labelMs = Number.NaN;
   let label = "";
+  const format = query.bucket.kind === "count" ? formatInZoneMillis : formatInZone;
   const data = sorted.map((element) => {
     if (element.bucketMs !== labelMs) {
       labelMs = element.bucketMs;
-      label = formatInZone(labelMs, query.zone);
+      label = format(labelMs, query.zone);
     }
     return { bucket: label, group: element.group, metrics: element.metrics };
   });
 
   return {
     schema: {
-      bucketing: { duration: query.duration },
+      bucketing: query.bucketing,
       grouping: query.grouping.map(groupingText),
       metrics: schemaMetrics,
     },

@@ -15,7 +15,7 @@ import type { CellSelector, EventRecord, EventType } from "../store/store.js";
 import { cellReference } from "./metric-names.js";
 import { parseCellReference, parseDateTime } from "./metric-query.js";
 import { errorDetail, fieldPath } from "./metric-query-schema.js";
-import { checkZone, formatInZone } from "./zone.js";
+import { checkZone, formatInZoneMillis } from "./zone.js";
 
 /** Events returned when `limit` is absent. */
 export const DEFAULT_RECORDS_LIMIT = 1_000; // events
@@ -217,10 +217,7 @@ function stringValues(object: unknown): Record<string, string> {
 /** A time in `zone` to the millisecond with its offset, or UTC `toISOString()` without a zone. */
 function timestampText(at: number, zone: string | undefined): string {
   if (zone === undefined) return new Date(at).toISOString();
-  const text = formatInZone(at, zone);
-  const millis = ((at % 1000) + 1000) % 1000;
-  if (millis === 0) return text;
-  return `${text.slice(0, -6)}.${String(millis).padStart(3, "0")}${text.slice(-6)}`;
+  return formatInZoneMillis(at, zone);
 }
 
 /** One response record of a stored event (see docs/hub-api.md). */

@@ -136,3 +136,14 @@ export function formatInZone(epochMs: number, zone: string): string {
     offsetText(offset)
   );
 }
+
+/**
+ * {@link formatInZone} with the milliseconds when they are not zero
+ * (`2026-03-29T01:00:00.250+01:00`), as RFC 3339 and Go's `time.Time` read it.
+ */
+export function formatInZoneMillis(epochMs: number, zone: string): string {
+  const text = formatInZone(epochMs, zone);
+  const millis = ((epochMs % 1000) + 1000) % 1000;
+  if (millis === 0) return text;
+  return `${text.slice(0, -6)}.${String(millis).padStart(3, "0")}${text.slice(-6)}`;
+}

@@ -302,12 +302,20 @@ export interface Aggregation {
   readonly p?: string;
 }
 
-/** Bucket width: a fixed number of minutes dividing a day, or a calendar unit. */
+/**
+ * Bucket width: a fixed number of minutes dividing a day, or a calendar unit, all aligned to the
+ * zone's clock; or `count` equal buckets of the plan's range `[from, to)`, not zone-aligned
+ * (DESIGN 5.3 `bucketing.count`). With `count` N and W = to − from (ms, W ≥ N), bucket i
+ * (0 ≤ i < N) holds the samples at from + d with i·W/N ≤ d < (i+1)·W/N (exact rational bounds), so
+ * a sample's bucket is ⌊d·N/W⌋, and it is labelled with its first whole millisecond,
+ * from + ⌈i·W/N⌉: buckets span ⌊W/N⌋ or ⌈W/N⌉ ms when W/N is not a whole millisecond.
+ */
 export type BucketSpec =
   | { readonly kind: "minutes"; readonly minutes: number }
   | { readonly kind: "day" }
   | { readonly kind: "week" }
-  | { readonly kind: "month" };
+  | { readonly kind: "month" }
+  | { readonly kind: "count"; readonly count: number };
 
 export type GroupKey = "rowname" | "entity" | { readonly attribute: string };
 

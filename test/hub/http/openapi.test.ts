@@ -198,6 +198,7 @@ describe("real responses satisfy the documented schemas", () => {
     ["get", "/v1/whoami", "/v1/whoami"],
     ["post", "/v0/metrics/query", "/v0/metrics/query", { zoneId: "UTC", filter: { entities: "", range }, metrics: [{ identifier: "m", include: ["orders/queue/{rowname}/latency"] }], aggregations: ["svc.count", "svc.avg", "svc.percentile(0.5)"], bucketing: { duration: "PT1M" }, grouping: ["rowname", "entity", "entity:user.Region"] }],
     ["post", "/v1alpha/metrics/query", "/v1alpha/metrics/query", { zoneId: "UTC", filter: { entities: "", range }, metrics: [{ identifier: "m", include: ["orders/queue/{rowname}/latency"] }], aggregations: ["svc.max"], bucketing: { duration: "P1D" } }],
+    ["post", "/v0/metrics/query", "/v0/metrics/query", { filter: { range }, metrics: [{ identifier: "m", include: ["orders/queue/{rowname}/latency"] }], aggregations: ["svc.count"], bucketing: { count: 7 } }],
     ["post", "/v0/events/recordsQuery", "/v0/events/recordsQuery", { filter: { entities: "", range }, events: null, metrics: null, zoneId: "", skip: 0, limit: 0 }],
     // Errors: the documented error body.
     ["get", "/v0/entities?filter=a&filter=b", "/v0/entities"],

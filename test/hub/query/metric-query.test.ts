@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { VigilError } from "../../../src/errors/catalog.js";
 import {
+  bucketWidthText,
   type ParsedMetricQuery,
   parseCellReference,
   parseMetricQuery,
@@ -50,7 +51,7 @@ describe("parseMetricQuery accepts", () => {
       to: asEpochMs(Date.UTC(2026, 2, 29, 23)),
       zone: "Europe/London",
       bucket: { kind: "minutes", minutes: 5 },
-      duration: "PT5M",
+      bucketing: { duration: "PT5M" },
       metrics: [{ identifier: "latency", include: [sel("orders", "queue", null, "latency")] }],
       aggregations: [
         { label: "svc.avg", name: "svc.avg" },
@@ -92,7 +93,7 @@ describe("parseMetricQuery accepts", () => {
       to: asEpochMs(Date.UTC(2026, 0, 8, 0, 0, 0, 500)),
       zone: "+05:30",
       bucket: { kind: "week" },
-      duration: "P1W",
+      bucketing: { duration: "P1W" },
       metrics: [
         {
           identifier: "a.b_c-1",
@@ -121,6 +122,10 @@ describe("parseMetricQuery accepts", () => {
     ["Z zone as UTC", ["zoneId"], "Z", (p) => p.zone, "UTC"],
     ["alias zone", ["zoneId"], "Asia/Calcutta", (p) => p.zone, "Asia/Calcutta"],
     ["empty entity filter selects all", ["filter", "entities"], "", (p) => p.entityFilter, ""],
+    ["an absent entity filter selects all (gwhub omits an empty one)", ["filter", "entities"], undefined, (p) => p.entityFilter, ""],
+    ["an absent zoneId as UTC (gwhub omits an empty one)", ["zoneId"], undefined, (p) => p.zone, "UTC"],
+    ["an empty zoneId as UTC", ["zoneId"], "", (p) => p.zone, "UTC"],
+    ["count buckets", ["bucketing"], { count: 4 }, (p) => [p.bucket, p.bucketing], [{ kind: "count", count: 4 }, { count: 4, duration: "PT5H45M" }]],
     ["lower-case t and z in a date-time", ["filter", "range", "from"], "2026-03-29t00:00z", (p) => p.from, Date.UTC(2026, 2, 29)],
     ["negative offset", ["filter", "range", "from"], "2026-03-28T20:00:00-04:00", (p) => p.from, Date.UTC(2026, 2, 29)],
     ["leap day", ["filter", "range"], { from: "2024-02-29T00:00:00Z", to: "2024-03-01T00:00:00Z" }, (p) => p.from, Date.UTC(2024, 1, 29)],
@@ -139,6 +144,29 @@ describe("parseMetricQuery accepts", () => {
   });
 });
 
+describe("bucketWidthText writes a count bucket's width as Java's Duration.toString does", () => {
+  // biome-ignore format: one line per case (STYLE 16)
+  const cases: [string, number, number, string][] = [
+    ["an hour in 8 is PT7M30S", 3_600_000, 8, "PT7M30S"],
+    ["three days in 2 is PT36H (hours, no days)", 3 * 86_400_000, 2, "PT36H"],
+    ["a second in 4 is PT0.25S", 1_000, 4, "PT0.25S"],
+    ["a second in 3 is rounded down to the nanosecond", 1_000, 3, "PT0.333333333S"],
+    ["2 ms in 2 is PT0.001S", 2, 2, "PT0.001S"],
+    ["a day in 1 is PT24H", 86_400_000, 1, "PT24H"],
+    ["hours, minutes and a fraction of a second together", 3_723_500, 1, "PT1H2M3.5S"],
+  ];
+  for (const [name, width, count, expected] of cases) {
+    test(name, () => assert.equal(bucketWidthText(width, count), expected));
+  }
+
+  test("a count of a second in 3 echoes the width of each bucket", () => {
+    const body = changed(["filter", "range"], { from: "2026-03-29T00:00:00Z", to: "2026-03-29T00:00:01Z" });
+    const parsed = parseMetricQuery({ ...(body as object), bucketing: { count: 3 } });
+    assert.deepEqual(parsed.bucketing, { count: 3, duration: "PT0.333333333S" });
+    assert.deepEqual(parsed.bucket, { kind: "count", count: 3 });
+  });
+});
+
 describe("parseMetricQuery rejects with 400, the field and the reason", () => {
   const longRange = { from: "2026-01-01T00:00:00Z", to: "2026-12-01T00:00:00Z" };
   const many = (n: number, f: (i: number) => unknown) => Array.from({ length: n }, (_, i) => f(i));
@@ -149,13 +177,11 @@ describe("parseMetricQuery rejects with 400, the field and the reason", () => {
     ["a body that is a string", "{}", "body", "found a string"],
     ["an unknown top-level field", changed(["limit"], 10), "limit", "unknown field; the body has zoneId"],
     ["a token that is not a string", changed(["token"], 42), "token", "must be a string, found a number"],
-    ["a missing zoneId", changed(["zoneId"], undefined), "zoneId", "required string is missing"],
     ["a zoneId that is a number", changed(["zoneId"], 1), "zoneId", "must be a string"],
     ["an unknown zone", changed(["zoneId"], "Europe/Paris_Nord"), "zoneId", "unknown time zone"],
     ["a missing filter", changed(["filter"], undefined), "filter", "required object is missing"],
     ["a filter that is a string", changed(["filter"], "x"), "filter", "must be an object, found a string"],
     ["an unknown filter field", changed(["filter", "window"], []), "filter.window", "unknown field; filter has entities"],
-    ["a missing entity filter", changed(["filter", "entities"], undefined), "filter.entities", "required string"],
     ["an entity filter that is null", changed(["filter", "entities"], null), "filter.entities", "found null"],
     ["a missing range", changed(["filter", "range"], undefined), "filter.range", "required object is missing"],
     ["an unknown range field", changed(["filter", "range", "until"], "x"), "filter.range.until", "unknown field"],
@@ -226,7 +252,14 @@ describe("parseMetricQuery rejects with 400, the field and the reason", () => {
     ["a missing bucketing", changed(["bucketing"], undefined), "bucketing", "required object"],
     ["a bucketing that is a string", changed(["bucketing"], "PT5M"), "bucketing", "must be an object, found a string"],
     ["an unknown bucketing field", changed(["bucketing", "alignment"], "start"), "bucketing.alignment", "unknown field"],
-    ["a missing duration", changed(["bucketing", "duration"], undefined), "bucketing.duration", "required string"],
+    ["a bucketing without duration or count", changed(["bucketing", "duration"], undefined), "bucketing", "needs duration"],
+    ["a bucketing with both duration and count", changed(["bucketing", "count"], 10), "bucketing", "has both duration and count"],
+    ["a count of 0", changed(["bucketing"], { count: 0 }), "bucketing.count", "from 1 to 100000, found 0"],
+    ["a count above 100 000", changed(["bucketing"], { count: 100_001 }), "bucketing.count", "from 1 to 100000"],
+    ["a fractional count", changed(["bucketing"], { count: 2.5 }), "bucketing.count", "whole number"],
+    ["a count as a string", changed(["bucketing"], { count: "10" }), "bucketing.count", "found a string"],
+    ["a count of null", changed(["bucketing"], { count: null }), "bucketing.count", "found null"],
+    ["more buckets than milliseconds", { ...(changed(["filter", "range"], { from: "2026-03-29T00:00:00Z", to: "2026-03-29T00:00:00.999Z" }) as object), bucketing: { count: 1000 } }, "bucketing.count", "narrower than a millisecond"],
     ["a duration of 7 minutes", changed(["bucketing", "duration"], "PT7M"), "bucketing.duration", "does not divide a day"],
     ["a fractional duration", changed(["bucketing", "duration"], "PT0.5H"), "bucketing.duration", "fractions"],
     ["a grouping that is a string", changed(["grouping"], "rowname"), "grouping", "must be an array"],

@@ -2,12 +2,13 @@
  * Property: each store's metric query gives the answer of a plain reference written
  * here in JavaScript, straight from DESIGN 5.3 and independent of the stores' SQL, on random small
  * sample sets, random zones (DST changes of whole hours, half hours and 45-minute offsets, fixed
- * offsets, no change at all), random ranges, bucket sizes (one minute to a month), time windows
- * and percentiles, with ties in time and value made likely. The reference finds a sample's bucket
- * as the latest boundary at or before it: an instant whose local time (Intl's offsets) is on the
- * bucket grid, or the end of a skipped gap that swallowed a grid point. Counts, min, max, first,
- * last and percentiles must be exact; sums, means, variances and deviations equal up to rounding.
- * DuckDB always runs; PostgreSQL when reachable. Each store runs on a time budget.
+ * offsets, no change at all), random ranges, bucket sizes (one minute to a month, and `count`
+ * equal parts of the range), time windows and percentiles, with ties in time and value made
+ * likely. The reference finds a sample's bucket as the latest boundary at or before it: an instant
+ * whose local time (Intl's offsets) is on the bucket grid, or the end of a skipped gap that
+ * swallowed a grid point (for `count`, the part of the range by exact rational bounds). Counts,
+ * min, max, first, last and percentiles must be exact; sums, means, variances and deviations equal
+ * up to rounding. DuckDB always runs; PostgreSQL when reachable. Each store runs on a time budget.
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
@@ -55,6 +56,9 @@ const BUCKETS: readonly BucketSpec[] = [
   { kind: "day" },
   { kind: "week" },
   { kind: "month" },
+  // Equal parts of the range (not zone-aligned); ranges are whole hours, so 7 and 99 991 parts
+  // are not whole milliseconds wide.
+  ...[1, 7, 60, 1000, 99_991].map((count): BucketSpec => ({ kind: "count", count })),
 ];
 const PERCENTILES = ["0", "0.07", "0.55", "0.56", "0.28", "0.5", "0.95", "1", "0.333", "0.001", "0.9999"];
 /**
@@ -130,6 +134,8 @@ function gridFloor(l: number, bucket: BucketSpec): number {
       const d = new Date(l);
       return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
     }
+    case "count":
+      throw new Error("count buckets have no grid");
   }
 }
 
@@ -146,6 +152,8 @@ function gridPrevious(g: number, bucket: BucketSpec): number {
       const d = new Date(g);
       return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1);
     }
+    case "count":
+      throw new Error("count buckets have no grid");
   }
 }
 
@@ -229,6 +237,25 @@ interface Point {
   readonly value: number;
 }
 
+/**
+ * DESIGN 5.3 `count`: N equal buckets of [from, to) with exact rational bounds from + i·W/N; the
+ * instant t is in bucket i when i·W/N ≤ t − from < (i+1)·W/N, labelled with its first whole
+ * millisecond. Found here by walking the exact bounds in BigInt, not by the stores' formula.
+ */
+function countBucketStart(plan: Pick<MetricQueryPlan, "from" | "to">, count: number, t: number): number {
+  const n = BigInt(count);
+  const w = BigInt(plan.to - plan.from);
+  const d = BigInt(t - plan.from);
+  // Bucket i holds d when i·W ≤ d·N < (i+1)·W; start from an estimate and step to the bucket.
+  let i = BigInt(Math.floor(((t - plan.from) / (plan.to - plan.from)) * count));
+  while (i * w > d * n) i -= 1n;
+  while ((i + 1n) * w <= d * n) i += 1n;
+  // The first whole millisecond m with m·N ≥ i·W.
+  let m = (i * w) / n;
+  while (m * n < i * w) m += 1n;
+  return plan.from + Number(m);
+}
+
 /** Bucket start (ISO) → label → value, for the samples of one query. */
 function reference(
   points: readonly Point[],
@@ -239,7 +266,10 @@ function reference(
   for (const point of points) {
     if (point.at < plan.from || point.at >= plan.to || !inWindows(plan.zone, point.at, plan.timeWindows))
       continue;
-    const start = bucketStart(plan.zone, plan.bucket, point.at);
+    const start =
+      plan.bucket.kind === "count"
+        ? countBucketStart(plan, plan.bucket.count, point.at)
+        : bucketStart(plan.zone, plan.bucket, point.at);
     buckets.set(start, [...(buckets.get(start) ?? []), point]);
   }
   const out = new Map<string, Record<string, number>>();

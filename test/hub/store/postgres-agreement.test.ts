@@ -43,6 +43,8 @@ const BUCKETS: BucketSpec[] = [
   { kind: "day" },
   { kind: "week" },
   { kind: "month" },
+  { kind: "count", count: 7 },
+  { kind: "count", count: 1000 },
 ];
 const PERCENTILES = ["0", "0.07", "0.5", "0.95", "1", "0.333", "0.001"];
 const SIMPLE = [

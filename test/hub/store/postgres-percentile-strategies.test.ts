@@ -244,6 +244,8 @@ describe("PostgreSQL metric query strategies", { skip: needs(reachable ? false :
       { kind: "day" },
       { kind: "week" },
       { kind: "month" },
+      { kind: "count", count: 7 },
+      { kind: "count", count: 500 },
     ];
     const GROUPINGS: readonly GroupKey[][] = [[], ["rowname"], ["entity"], [{ attribute: "dc" }, "rowname"]];
     // Series in two groups (looked up by a join whatever is asked), in one group each (by array

@@ -467,6 +467,68 @@ export function storeContract(name: string, open: OpenStore, persistent?: () => 
       }
     });
 
+    describe("metric count buckets", () => {
+      const H = 3600;
+      const local = (day: string, time: string): string => `${day}T${time}+05:30`;
+      const count = (n: number) => ({ bucket: { kind: "count", count: n } as const });
+      // biome-ignore format: one line per case (STYLE 16)
+      const cases: {
+        name: string;
+        samples: SampleInput[];
+        plan: Partial<MetricQueryPlan>;
+        expected: string[];
+      }[] = [
+        { name: "4 buckets of an hour are its quarters, from and to-1ms included", samples: [s("2024-05-01T10:00:00Z", 1), s("2024-05-01T10:14:59.999Z", 1), s("2024-05-01T10:15:00Z", 1), s("2024-05-01T10:59:59.999Z", 1), s("2024-05-01T11:00:00Z", 1)], plan: { from: t("2024-05-01T10:00:00Z"), to: t("2024-05-01T11:00:00Z"), ...count(4) }, expected: ["2024-05-01T10:00:00Z {} m 2", "2024-05-01T10:15:00Z {} m 1", "2024-05-01T10:45:00Z {} m 1"] },
+        { name: "3 buckets of a second: bounds at 333⅓ and 666⅔ ms, labelled with their first whole ms", samples: [s("2024-05-01T10:00:00.333Z", 1), s("2024-05-01T10:00:00.334Z", 1), s("2024-05-01T10:00:00.666Z", 1), s("2024-05-01T10:00:00.667Z", 1), s("2024-05-01T10:00:00.999Z", 1)], plan: { from: t("2024-05-01T10:00:00Z"), to: t("2024-05-01T10:00:01Z"), ...count(3) }, expected: ["2024-05-01T10:00:00Z {} m 1", "2024-05-01T10:00:00.334Z {} m 2", "2024-05-01T10:00:00.667Z {} m 2"] },
+        { name: "buckets start at from, not on the zone's clock (Asia/Kolkata)", samples: [s("2024-05-01T10:08:00Z", 1), s("2024-05-01T10:13:00Z", 1)], plan: { zone: "Asia/Kolkata", from: t("2024-05-01T10:07:00Z"), to: t("2024-05-01T10:17:00Z"), ...count(2) }, expected: ["2024-05-01T10:07:00Z {} m 1", "2024-05-01T10:12:00Z {} m 1"] },
+        { name: "buckets are equal in real time across the repeated hour (Europe/London)", samples: [s("2024-10-27T00:30:00Z", 1), s("2024-10-27T01:30:00Z", 1), s("2024-10-27T01:45:00Z", 1)], plan: { zone: "Europe/London", from: t("2024-10-27T00:00:00Z"), to: t("2024-10-27T02:00:00Z"), ...count(2) }, expected: ["2024-10-27T00:00:00Z {} m 1", "2024-10-27T01:00:00Z {} m 2"] },
+        { name: "one bucket is the whole range, labelled from", samples: [s("2024-05-01T10:00:00Z", 1), s("2024-05-03T09:59:59.999Z", 1), s("2024-05-03T10:00:00Z", 1)], plan: { from: t("2024-05-01T10:00:00Z"), to: t("2024-05-03T10:00:00Z"), ...count(1) }, expected: ["2024-05-01T10:00:00Z {} m 2"] },
+        { name: "empty buckets are omitted", samples: [s("2024-05-01T00:00:00Z", 1), s("2024-05-01T23:00:00Z", 1)], plan: { from: t("2024-05-01T00:00:00Z"), to: t("2024-05-02T00:00:00Z"), ...count(24) }, expected: ["2024-05-01T00:00:00Z {} m 1", "2024-05-01T23:00:00Z {} m 1"] },
+        { name: "time windows apply in the zone's local time", samples: [s(local("2024-05-01", "08:59:59"), 1), s(local("2024-05-01", "09:00:00"), 1), s(local("2024-05-01", "12:00:00"), 1), s(local("2024-05-01", "16:59:59"), 1), s(local("2024-05-01", "17:00:00"), 1)], plan: { zone: "Asia/Kolkata", from: t(local("2024-05-01", "00:00:00")), to: t(local("2024-05-02", "00:00:00")), timeWindows: [{ fromSecond: 9 * H, toSecond: 17 * H }], ...count(2) }, expected: ["2024-04-30T18:30:00Z {} m 1", "2024-05-01T06:30:00Z {} m 2"] },
+        { name: "99 999 buckets of years 1 to 9999: products beyond 64 bits stay exact", samples: [s("2024-05-01T10:00:00Z", 1), s("2024-07-01T00:00:00Z", 1)], plan: { from: t("0001-01-01T00:00:00Z"), to: t("9999-01-01T00:00:00Z"), ...count(99_999) }, expected: ["2024-04-25T16:54:53.601Z {} m 1", "2024-06-01T05:19:48.768Z {} m 1"] },
+      ];
+      for (const c of cases) {
+        it(c.name, () =>
+          withStore(open, async (store) => {
+            await store.ingest({ entities: [up(A, {}, "2024-01-01T00:00:00Z")], samples: c.samples });
+            assert.deepEqual(counts(await query(store, c.plan)), c.expected);
+          }),
+        );
+      }
+
+      it("all aggregations work per count bucket, grouped by row", () =>
+        withStore(open, async (store) => {
+          await store.ingest({
+            entities: [up(A, {}, "2024-01-01T00:00:00Z")],
+            samples: [
+              s("2024-05-01T10:00:00Z", 4),
+              s("2024-05-01T10:10:00Z", 8),
+              s("2024-05-01T10:20:00Z", 15, cpu("r2")),
+              s("2024-05-01T10:30:00Z", 16),
+              s("2024-05-01T10:50:00Z", 23),
+            ],
+          });
+          const rows = await query(store, {
+            from: t("2024-05-01T10:00:00Z"),
+            to: t("2024-05-01T11:00:00Z"),
+            bucket: { kind: "count", count: 2 },
+            grouping: ["rowname"],
+            aggregations: [
+              agg("svc.count"),
+              agg("svc.sum"),
+              agg("svc.first"),
+              agg("svc.last"),
+              agg("svc.percentile", "0.5"),
+            ],
+          });
+          assert.deepEqual(lines(rows), [
+            '2024-05-01T10:00:00Z {"rowname":"r1"} m svc.count=2 svc.sum=12 svc.first=4 svc.last=8 svc.percentile(0.5)=4',
+            '2024-05-01T10:00:00Z {"rowname":"r2"} m svc.count=1 svc.sum=15 svc.first=15 svc.last=15 svc.percentile(0.5)=15',
+            '2024-05-01T10:30:00Z {"rowname":"r1"} m svc.count=2 svc.sum=39 svc.first=16 svc.last=23 svc.percentile(0.5)=16',
+          ]);
+        }));
+    });
+
     describe("metric selection and grouping", () => {
       // Entity 1 (a, region eu): linux rows r1 (2 samples) and r2 (1), the linux headline "util" (1),
       // a windows r1 (1). Entity 2 (b, no region): linux r1 (1). Entity 3 (c, region us, deleted later

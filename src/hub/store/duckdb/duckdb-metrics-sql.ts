@@ -24,6 +24,11 @@
  * is one segment: the constant-offset path. Assumption, as before: at most one offset change per
  * bucket and per hour, at a whole second — true of every zone in use since 1970 (Lord Howe's
  * 30-minute shift included).
+ *
+ * `count` buckets (DESIGN 5.3 `bucketing.count`) are not on the zone's clock: a sample `d` ms
+ * after `from` is in bucket ⌊d·N/W⌋ of the N buckets of the W ms range, which starts at
+ * from + ⌈i·W/N⌉ (see `BucketSpec`), integer arithmetic on the sample time; the zone then matters
+ * only for time windows.
  */
 import {
   BIGINT,
@@ -250,7 +255,7 @@ const floorMod = (x: string, m: string): string => `((${x} % ${m}) + ${m}) % ${m
  * for minutes (sizes divide a day, so the grid from local midnight is the grid from the local
  * epoch), days and ISO weeks; `date_trunc` for calendar months.
  */
-const TRUNCATE: Record<BucketSpec["kind"], (l: string) => string> = {
+const TRUNCATE: Record<Exclude<BucketSpec["kind"], "count">, (l: string) => string> = {
   minutes: (l) => `${l} - ${floorMod(l, "$bucket_us")}`,
   day: (l) => `${l} - ${floorMod(l, `${DAY_US}`)}`,
   week: (l) => `${l} - ${floorMod(`${l} - ${FIRST_MONDAY_US}`, `${WEEK_US}`)}`,
@@ -258,6 +263,41 @@ const TRUNCATE: Record<BucketSpec["kind"], (l: string) => string> = {
 };
 
 const timestampTz = (us: bigint): DuckDBTimestampTZValue => new DuckDBTimestampTZValue(us);
+
+/** The largest BIGINT: count-bucket products above it are computed in HUGEINT. */
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/**
+ * How a scan finds a sample's bucket start `bucket_us`: the zone-aligned grid of a duration
+ * (`truncate` of the local time, see {@link TRUNCATE}), or the equal parts of a `count` bucketing,
+ * an expression of the sample time `ts_us` alone.
+ */
+type BucketRule =
+  | { readonly kind: "grid"; readonly truncate: (l: string) => string }
+  | { readonly kind: "count"; readonly sql: string };
+
+/**
+ * The bucket start of a sample (`ts_us`, in `[from, to)`) among `count` equal buckets of the plan's
+ * range: bucket i = ⌊d·N/W⌋ for d = ts − from, starting at from + ⌈i·W/N⌉ (ms, see `BucketSpec`).
+ * Products stay in BIGINT when W·N + N does (every range of up to about 2 900 years at the
+ * largest count), else HUGEINT. Binds `$cnt_from_us`, `$cnt_n` and `$cnt_w_ms`.
+ */
+function countBucketSql(
+  plan: Pick<MetricQueryPlan, "from" | "to">,
+  count: number,
+  bind: (name: string, value: DuckDBValue, type: DuckDBType) => void,
+): string {
+  const width = BigInt(plan.to - plan.from);
+  const n = BigInt(count);
+  const wide = width * n + n > MAX_BIGINT;
+  bind("cnt_from_us", BigInt(plan.from) * US_PER_MS, BIGINT);
+  bind("cnt_n", n, BIGINT);
+  bind("cnt_w_ms", width, BIGINT);
+  const d = "((ts_us - $cnt_from_us) // 1000)";
+  const i = wide ? `(CAST(${d} AS HUGEINT) * $cnt_n // $cnt_w_ms)` : `(${d} * $cnt_n // $cnt_w_ms)`;
+  const start = `((${i} * $cnt_w_ms + $cnt_n - 1) // $cnt_n)`;
+  return `$cnt_from_us + CAST(${start} AS BIGINT) * 1000`;
+}
 
 /** `a / b` rounded toward minus infinity (BigInt division truncates). */
 function floorDiv(a: bigint, b: bigint): bigint {
@@ -429,7 +469,10 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
   bind("sel_row", listValue(selectors.map((s) => s.row)), LIST(VARCHAR));
   bind("sel_column", listValue(selectors.map((s) => s.column)), LIST(VARCHAR));
   if (plan.bucket.kind === "minutes") bind("bucket_us", BigInt(plan.bucket.minutes) * MINUTE_US, BIGINT);
-  const truncate = TRUNCATE[plan.bucket.kind];
+  const rule: BucketRule =
+    plan.bucket.kind === "count"
+      ? { kind: "count", sql: countBucketSql(plan, plan.bucket.count, bind) }
+      : { kind: "grid", truncate: TRUNCATE[plan.bucket.kind] };
   const windowSql = plan.timeWindows.map((w, i) => timeWindowSql(w, i, bind));
 
   const ctes: string[] = [
@@ -462,14 +505,15 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
     group.forEach((g, j) => {
       bind(`g${g.i}_off`, g.offsetUs, BIGINT);
       if (j > 0) bind(`g${g.i}_from`, g.fromUs, BIGINT);
-      if (g.opened !== null) {
+      // Count buckets need no transition: only the offset, for time windows.
+      if (g.opened !== null && rule.kind === "grid") {
         bind(`g${g.i}_p`, g.opened.atUs, BIGINT);
         bind(`g${g.i}_q`, g.opened.beforeUs, BIGINT);
       }
     });
     values[`s${k}_from`] = timestampTz((group[0] as Segment).fromUs);
     values[`s${k}_to`] = timestampTz((group[group.length - 1] as Segment).toUs);
-    scans.push(segmentScan(k, group, truncate, windowSql));
+    scans.push(segmentScan(k, group, rule, windowSql));
   }
   ctes.push(`bucketed AS (${scans.join("\n     UNION ALL\n     ")})`);
 
@@ -514,13 +558,14 @@ FROM agg ORDER BY ${keyColumns}`;
 
 /**
  * One scan of `samples` over the segments `group` (consecutive, one offset each): the matched
- * samples with their bucket start `bucket_us`. With one segment the offset and transition are
- * constants; with several a CASE on the sample time picks them.
+ * samples with their bucket start `bucket_us` by `rule`. With one segment the offset and transition
+ * are constants; with several a CASE on the sample time picks them. Count buckets need the offset
+ * only for time windows.
  */
 function segmentScan(
   k: number,
   group: readonly (Segment & { readonly i: number })[],
-  truncate: (l: string) => string,
+  rule: BucketRule,
   windowSql: readonly string[],
 ): string {
   const pick = (value: (g: Segment & { readonly i: number }) => string): string => {
@@ -531,7 +576,7 @@ function segmentScan(
     const whens = group.slice(0, -1).map((g) => `WHEN ts_us < $g${g.i + 1}_from THEN ${value(g)}`);
     return `CASE ${whens.join(" ")} ELSE ${value(rest[rest.length - 1] ?? head)} END`;
   };
-  const opened = group.some((g) => g.opened !== null);
+  const opened = rule.kind === "grid" && group.some((g) => g.opened !== null);
   const segmentColumns = [`${pick((g) => `$g${g.i}_off`)} AS off_us`];
   if (opened) {
     segmentColumns.push(
@@ -541,16 +586,19 @@ function segmentScan(
   }
   // A sample after a transition whose grid point lies before it: the boundary is the transition
   // (the grid point fell into a skipped gap) or the last grid point before it, in the old offset.
-  const bucket = opened
-    ? `CASE WHEN p_us IS NULL OR f_us - off_us >= p_us THEN f_us - off_us
+  const bucket =
+    rule.kind === "count"
+      ? rule.sql
+      : opened
+        ? `CASE WHEN p_us IS NULL OR f_us - off_us >= p_us THEN f_us - off_us
               WHEN f_us >= p_us + q_us THEN p_us
-              ELSE ${truncate("(p_us + q_us - 1)")} - q_us END`
-    : "f_us - off_us";
-  const local = [`${truncate("l_us")} AS f_us`];
+              ELSE ${rule.truncate("(p_us + q_us - 1)")} - q_us END`
+        : "f_us - off_us";
+  const local = rule.kind === "grid" ? [`${rule.truncate("l_us")} AS f_us`] : [];
   if (windowSql.length > 0) local.push(`${floorMod("l_us", `${DAY_US}`)} AS sod_us`);
   const where = windowSql.length === 0 ? "" : `WHERE ${windowSql.join(" OR ")}`;
   return `SELECT identifier, row_name, entity_id, attr, value, ts_us, ${bucket} AS bucket_us
-       FROM (SELECT *, ${local.join(", ")}
+       FROM (SELECT ${["*", ...local].join(", ")}
          FROM (SELECT *, ts_us + off_us AS l_us
            FROM (SELECT *, ${segmentColumns.join(", ")}
              FROM (SELECT m.identifier, m.row_name, m.entity_id, m.attr, x.value, epoch_us(x.ts) AS ts_us

@@ -574,6 +574,8 @@ class DuckDbStore implements Store {
       if (window === undefined) return [];
       let offsets: ZoneOffsets;
       if (zone.kind === "fixed") offsets = fixedZoneOffsets(zone.offsetSeconds);
+      // Count buckets ignore the zone's clock: without time windows no offset is read.
+      else if (plan.bucket.kind === "count" && plan.timeWindows.length === 0) offsets = fixedZoneOffsets(0);
       else {
         const q = buildZoneOffsetsQuery(zone.name, window);
         const known = this.zoneOffsets.get(q.key);

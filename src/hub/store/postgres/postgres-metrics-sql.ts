@@ -35,6 +35,10 @@
  * percentiles (ordered `array_agg`), holding one group's values at a time ({@link PgAggregateStrategy}).
  * The store-query benchmark, one statement, one core: 1 030 ms with a join, local times and per-sample
  * first/last; 720 ms with the lookup, the grid arithmetic of `segmentScan` and kept arrays.
+ *
+ * `count` buckets (DESIGN 5.3 `bucketing.count`) are not on the zone's clock: a sample `d` ms after
+ * `from` is in bucket ⌊d·N/W⌋ of the N buckets of the W ms range, which starts at from + ⌈i·W/N⌉
+ * (see `BucketSpec`), integer arithmetic on `ts_ms`; the zone then matters only for time windows.
  */
 import { decimalFraction } from "../duckdb/duckdb-metrics-sql.js";
 import type { AggregationName, BucketSpec, GroupKey, MetricQueryPlan, TimeWindow } from "../store.js";
@@ -272,8 +276,8 @@ function segments(offsets: PgZoneOffsets, window: PgScanWindow): Segment[] {
  * sample from it on in one that starts at or after it. It is a grid point of the bucket kind (a
  * multiple of the size from local midnight, a local midnight, a local Monday midnight) inside a
  * stretch of constant offset, after any transition that opened that stretch, so the bucket rule
- * maps it to itself. Undefined when there
- * is none near `at`, and always for month buckets. A query can then run as separate statements on
+ * maps it to itself; for count buckets, a boundary of the `range` they divide (`range` is needed
+ * then, from `at` ≥ its start). Undefined when there is none near `at`, and always for month buckets. A query can then run as separate statements on
  * either side of it whose answers, put one after the other, are the whole answer in order.
  */
 export function splitInstant(
@@ -281,8 +285,22 @@ export function splitInstant(
   offsets: PgZoneOffsets,
   window: PgScanWindow,
   at: number,
+  range?: Pick<MetricQueryPlan, "from" | "to">,
 ): number | undefined {
   if (bucket.kind === "month") return undefined;
+  if (bucket.kind === "count") {
+    // Boundaries from + ⌈i·W/N⌉ do not depend on the zone: the one at or before `at`, or the next.
+    if (range === undefined) return undefined;
+    const from = BigInt(range.from);
+    const width = BigInt(range.to - range.from);
+    const n = BigInt(bucket.count);
+    const i = ((BigInt(at) - from) * n) / width;
+    for (const j of [i, i + 1n]) {
+      const t = Number(from + (j * width + n - 1n) / n);
+      if (t > window.from && t < window.to) return t;
+    }
+    return undefined;
+  }
   // Grid points of the bucket kind (sub-day sizes divide a day: their grid from local midnight is
   // their grid from the local epoch).
   const [size, origin] =
@@ -385,7 +403,7 @@ const localDay = (l: string): string => `((${l} - ${floorMod(l, `${DAY_MS}::bigi
  * local epoch), days and ISO weeks; for months the first of the month by `date` arithmetic (exact,
  * and independent of the session's time zone, unlike `date_trunc` on a date).
  */
-const TRUNCATE: Record<BucketSpec["kind"], (l: string, size: string) => string> = {
+const TRUNCATE: Record<Exclude<BucketSpec["kind"], "count">, (l: string, size: string) => string> = {
   minutes: (l, size) => `(${l} - ${floorMod(l, size)})`,
   day: (l) => `(${l} - ${floorMod(l, `${DAY_MS}::bigint`)})`,
   week: (l) => `(${l} - ${floorMod(`${l} - ${FIRST_MONDAY_MS}`, `${WEEK_MS}::bigint`)})`,
@@ -522,7 +540,7 @@ export function buildPgMetricQuery(
   const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
   const scans: string[] = [];
   for (let first = 0; first < all.length; first += perScan) {
-    scans.push(segmentScan(all.slice(first, first + perScan), plan.bucket, series, windowSql, big));
+    scans.push(segmentScan(all.slice(first, first + perScan), plan, series, windowSql, big));
   }
 
   const inner: string[] = [];
@@ -600,7 +618,7 @@ interface SeriesSql {
   readonly matchedOnly?: string | undefined;
 }
 
-/** The bucket grid of a kind: its size and origin (a grid point) in local ms; none for months. */
+/** The bucket grid of a kind: its size and origin (a grid point) in local ms; none for months and counts. */
 function grid(bucket: BucketSpec): { readonly size: number; readonly origin: number } | undefined {
   switch (bucket.kind) {
     case "minutes":
@@ -611,6 +629,7 @@ function grid(bucket: BucketSpec): { readonly size: number; readonly origin: num
     case "week":
       return { size: WEEK_MS, origin: FIRST_MONDAY_MS };
     case "month":
+    case "count":
       return undefined;
   }
 }
@@ -625,11 +644,12 @@ function grid(bucket: BucketSpec): { readonly size: number; readonly origin: num
  */
 function segmentScan(
   group: readonly Segment[],
-  bucket: BucketSpec,
+  plan: Pick<MetricQueryPlan, "bucket" | "from" | "to">,
   series: SeriesSql,
   windowSql: readonly ((l: string, sod: string) => string)[],
   big: (ms: number) => string,
 ): string {
+  const bucket = plan.bucket;
   const [head] = group;
   const last = group[group.length - 1];
   if (head === undefined || last === undefined) throw new RangeError("internal: a scan needs a segment");
@@ -641,25 +661,31 @@ function segmentScan(
   };
   const g = grid(bucket);
   const size = g === undefined ? "0" : big(g.size);
-  const truncate = (l: string): string => TRUNCATE[bucket.kind](l, size);
+  const truncate = (l: string): string => {
+    if (bucket.kind === "count") throw new RangeError("internal: count buckets have no local floor");
+    return TRUNCATE[bucket.kind](l, size);
+  };
   const columns = [`${pick((s) => big(s.offsetMs))} AS off_ms`];
   if (g !== undefined) {
     columns.push(`${pick((s) => big(mod(s.offsetMs - g.origin, g.size)))} AS c_ms`);
   }
-  const opened = group.some((s) => s.opened !== null);
+  const opened = bucket.kind !== "count" && group.some((s) => s.opened !== null);
   if (opened) {
     columns.push(
       `${pick((s) => (s.opened === null ? "NULL::bigint" : big(s.opened.atMs)))} AS p_ms`,
       `${pick((s) => (s.opened === null ? "NULL::bigint" : big(s.opened.beforeMs)))} AS q_ms`,
     );
   }
-  // The grid point at or before the sample, as an instant (its local floor minus the offset).
+  // The grid point at or before the sample, as an instant (its local floor minus the offset); for
+  // count buckets the start of the sample's bucket.
   const floor =
-    g === undefined
-      ? `${truncate("ts_ms + off_ms")} - off_ms`
-      : head.from >= 0
-        ? `ts_ms - (ts_ms + c_ms) % ${size}`
-        : `ts_ms - ${floorMod("ts_ms + c_ms", size)}`;
+    bucket.kind === "count"
+      ? countBucketSql(plan, bucket.count, big)
+      : g === undefined
+        ? `${truncate("ts_ms + off_ms")} - off_ms`
+        : head.from >= 0
+          ? `ts_ms - (ts_ms + c_ms) % ${size}`
+          : `ts_ms - ${floorMod("ts_ms + c_ms", size)}`;
   // A sample after a transition whose grid point lies before it: the boundary is the transition
   // (the grid point fell into a skipped gap) or the last grid point before it, in the old offset.
   const bucketSql = opened
@@ -682,6 +708,31 @@ function segmentScan(
         FROM ${series.from}
         WHERE x.value IS NOT NULL AND x.ts_ms >= ${big(head.from)} AND x.ts_ms < ${big(last.to)}${series.where}
       ) AS s0) AS s1${where}`;
+}
+
+/** The largest bigint: count-bucket products above it are computed in numeric. */
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/**
+ * The bucket start of a sample (`ts_ms`, in `[from, to)`) among `count` equal buckets of the plan's
+ * range: bucket i = ⌊d·N/W⌋ for d = ts − from, starting at from + ⌈i·W/N⌉ (see `BucketSpec`).
+ * Products stay in bigint when W·N + N does (every range of up to about 2 900 years at the largest
+ * count), else numeric with `div`; both operands are never negative, so `/` is the floor.
+ */
+function countBucketSql(
+  plan: Pick<MetricQueryPlan, "from" | "to">,
+  count: number,
+  big: (ms: number) => string,
+): string {
+  const width = plan.to - plan.from;
+  const from = big(plan.from);
+  const n = big(count);
+  const w = big(width);
+  if (BigInt(width) * BigInt(count) + BigInt(count) <= MAX_BIGINT) {
+    return `${from} + ((ts_ms - ${from}) * ${n} / ${w} * ${w} + ${n} - 1) / ${n}`;
+  }
+  const i = `div((ts_ms - ${from})::numeric * ${n}, ${w})`;
+  return `${from} + div(${i} * ${w} + ${n} - 1, ${n})::bigint`;
 }
 
 /**

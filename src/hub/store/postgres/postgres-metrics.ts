@@ -97,8 +97,10 @@ export async function queryPgMetrics(
     touched.map((w) => ({ from: weekStart(w), to: weekStart(w + 1) })),
   );
   if (windows.length === 0) return [];
+  // Count buckets ignore the zone's clock: without time windows no offset is read.
+  const zone = plan.bucket.kind === "count" && plan.timeWindows.length === 0 ? "+00:00" : plan.zone;
   const [offsets, samples, matched] = await Promise.all([
-    zoneOffsets(sql, plan.zone, windows),
+    zoneOffsets(sql, zone, windows),
     estimatedSamples(sql, plan, touched),
     matchedSeries(sql, plan),
   ]);
@@ -225,7 +227,8 @@ function split(
       continue;
     }
     const o = offsets[i];
-    const at = o === undefined ? undefined : splitInstant(plan.bucket, o, w, w.from + Math.floor(remaining));
+    const at =
+      o === undefined ? undefined : splitInstant(plan.bucket, o, w, w.from + Math.floor(remaining), plan);
     if (o === undefined || at === undefined) return whole;
     return [
       { windows: [...windows.slice(0, i), { from: w.from, to: at }], offsets: offsets.slice(0, i + 1) },
