@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { hubTokenVerifier } from "../auth/bearer.js";
 import type { MemoryBus } from "../bus/memory-bus.js";
-import type { Setup } from "../config/setup.js";
+import { type DeploymentSetup, deploymentSetup } from "../config/setup.js";
 import { preparePrivateDir } from "../fs/private-files.js";
 import { buildGateway, type Gateway } from "../gateway/app.js";
 import { registerJetStreamMetrics } from "../gateway/gateway-metrics.js";
@@ -16,7 +16,7 @@ import type { RunningService } from "./service.js";
 import { createSinks } from "./sinks.js";
 
 export interface GatewayServiceOptions {
-  readonly setup: Setup;
+  readonly setup: DeploymentSetup;
   readonly dataDir: string;
   readonly host: string;
   readonly port?: number;
@@ -74,7 +74,7 @@ export async function startGatewayService(options: GatewayServiceOptions): Promi
   return {
     gateway,
     urls: { gateway: url },
-    reload: (next) => gateway.updateSetup(next),
+    reload: (next) => gateway.updateSetup(deploymentSetup(next)),
     reloadCertificates: () => gateway.reloadCertificates(),
     async stop(deadlineMs) {
       const until = Date.now() + deadlineMs;

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { BusConsumer } from "../bus/bus.js";
 import type { MemoryBus } from "../bus/memory-bus.js";
 import { createNatsConsumer } from "../bus/nats/nats-consumer.js";
+import { displayUrl, type NatsBusUrl, parseNatsBusUrl } from "../bus/nats/nats-stream.js";
 import { DEFAULT_NATS_STREAM, DEFAULT_NATS_SUBJECT_PREFIX } from "../config/defaults.js";
 import type { Setup } from "../config/setup.js";
 import { preparePrivateDir } from "../fs/private-files.js";
@@ -17,7 +18,10 @@ export interface HubServiceOptions {
   readonly setup: Setup;
   /** `duckdb:PATH` (default: the data dir's file) or `postgres://…`. */
   readonly storeUrl: string;
-  /** `nats://HOST:PORT` to consume from NATS JetStream; absent with `memoryBus`, or backfill only. */
+  /**
+   * `nats://HOST:PORT[?stream=NAME&subjectPrefix=PREFIX]` to consume from NATS JetStream (see
+   * `natsNames`); absent with `memoryBus`, or backfill only.
+   */
   readonly busUrl?: string;
   readonly memoryBus?: MemoryBus;
   readonly dataDir: string;
@@ -29,33 +33,65 @@ export interface HubServiceOptions {
 }
 
 /**
- * The JetStream stream and subject prefix a hub consumes: those of the setup's `nats` publish
- * target when it has one (one file describes the deployment), else the defaults VIGIL / vigil.
+ * The JetStream stream and subject prefix a hub consumes, each taken from the first of: the
+ * `--bus` URL's query (`?stream=NAME&subjectPrefix=PREFIX`, `bus`), the setup's `nats` publish
+ * target (when the hub's setup is the deployment's, with a `gateway` section), the defaults
+ * VIGIL / vigil. The command line wins, as everywhere (docs/decisions.md).
  */
-export function natsNames(setup: Setup): { stream: string; subjectPrefix: string } {
-  const target = setup.gateway.publish.find((p) => p.kind === "nats");
-  return target?.kind === "nats"
-    ? { stream: target.stream, subjectPrefix: target.subjectPrefix }
-    : { stream: DEFAULT_NATS_STREAM, subjectPrefix: DEFAULT_NATS_SUBJECT_PREFIX };
+export function natsNames(
+  setup: Setup,
+  bus: Pick<NatsBusUrl, "stream" | "subjectPrefix"> = {},
+): { stream: string; subjectPrefix: string } {
+  const target = setup.gateway?.publish.find((p) => p.kind === "nats");
+  const fromSetup =
+    target?.kind === "nats"
+      ? { stream: target.stream, subjectPrefix: target.subjectPrefix }
+      : { stream: DEFAULT_NATS_STREAM, subjectPrefix: DEFAULT_NATS_SUBJECT_PREFIX };
+  return {
+    stream: bus.stream ?? fromSetup.stream,
+    subjectPrefix: bus.subjectPrefix ?? fromSetup.subjectPrefix,
+  };
+}
+
+/**
+ * `--bus`: a `nats://` URL, optionally naming the stream and subject prefix in its query; throws an
+ * Error naming the fix otherwise (`parseNatsBusUrl`).
+ */
+export function busOption(text: string): NatsBusUrl {
+  if (!/^nats:\/\//i.test(text)) {
+    throw new Error(
+      `--bus takes a NATS URL (nats://HOST:PORT[?stream=NAME&subjectPrefix=PREFIX]), not '${displayUrl(text)}'`,
+    );
+  }
+  return parseNatsBusUrl(text);
 }
 
 /** Opens the store, starts consuming and listens; resolves once the hub serves. */
 export async function startHubService(options: HubServiceOptions): Promise<RunningService> {
   const { setup, logger } = options;
+  // The bus URL is checked before anything opens, so a typo fails the start with its fix.
+  const bus = options.busUrl === undefined ? undefined : busOption(options.busUrl);
   // Data dir 0700 and files 0600 (umask 0077), before the store creates its files.
   await preparePrivateDir(options.dataDir);
   const store = await openStore(options.storeUrl, options.dataDir, {
     maxSeriesPerEntity: setup.hub.maxSeriesPerEntity,
   });
   let consumer: BusConsumer | undefined = options.memoryBus;
-  if (options.busUrl !== undefined) {
-    if (!/^nats:\/\//i.test(options.busUrl)) {
-      await store.close();
-      throw new Error(`--bus takes a NATS URL (nats://HOST:PORT), not '${options.busUrl}'`);
+  if (bus !== undefined) {
+    const names = natsNames(setup, bus);
+    const fromSetup = natsNames(setup);
+    if (
+      (bus.stream !== undefined && fromSetup.stream !== names.stream) ||
+      (bus.subjectPrefix !== undefined && fromSetup.subjectPrefix !== names.subjectPrefix)
+    ) {
+      logger.info(
+        { stream: names.stream, subjectPrefix: names.subjectPrefix, setup: fromSetup },
+        "the --bus URL names the JetStream stream; it takes precedence over the setup",
+      );
     }
     consumer = createNatsConsumer({
-      url: options.busUrl,
-      ...natsNames(setup),
+      url: bus.url,
+      ...names,
       logger: logger.child({ component: "hub" }),
       jsonDepth: setup.limits.jsonDepth,
     });

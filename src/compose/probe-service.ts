@@ -2,7 +2,7 @@
  * A probe as a running service (DESIGN 1 `vigil probe`, and each probe inside `vigil up`).
  */
 import type { Logger } from "pino";
-import type { Setup } from "../config/setup.js";
+import { type DeploymentSetup, deploymentSetup } from "../config/setup.js";
 import { probeLimits } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
 import { buildProbe, type Probe } from "../probe/app.js";
@@ -14,7 +14,7 @@ export interface ProbeServiceOptions {
   /** The gateway link: a gateway's `connectInProcess()` or `webSocketConnector(url)`. */
   readonly link: LinkConnector;
   /** The setup file's content (`--config`, or `vigil up`); without it the gateway sends the probe its part. */
-  readonly setup?: Setup;
+  readonly setup?: DeploymentSetup;
   /** Address to listen on; default the probe's `hostname` in the setup. */
   readonly host?: string;
   /** Secure mode's files (`-secure …`): HTTPS on the probe's restApiHttpsPort beside HTTP. */
@@ -52,7 +52,8 @@ export async function startProbeService(options: ProbeServiceOptions): Promise<P
   return {
     probe,
     urls: { [`probe:${name}`]: http, ...(https === undefined ? {} : { [`probe:${name}:https`]: https }) },
-    reload(next) {
+    reload(changed) {
+      const next = deploymentSetup(changed);
       const mine = next.probes.find((p) => p.name === name);
       if (mine === undefined) {
         logger.warn({ probe: name }, "the reloaded setup no longer names this probe; keeping its setup");

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { MemoryBus } from "../bus/memory-bus.js";
-import type { Setup } from "../config/setup.js";
+import type { DeploymentSetup } from "../config/setup.js";
 import { startDemo } from "../demo/generator.js";
 import type { SecureModeFiles } from "../probe/tls/secure-mode.js";
 import { startGatewayService } from "./gateway-service.js";
@@ -15,7 +15,7 @@ import { startProbeService } from "./probe-service.js";
 import { type RunningService, stopInOrder } from "./service.js";
 
 export interface SystemOptions {
-  readonly setup: Setup;
+  readonly setup: DeploymentSetup;
   readonly dataDir: string;
   /** Push demo data through the probes' HTTP API (DESIGN 1 `--demo`). */
   readonly demo: boolean;

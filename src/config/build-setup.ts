@@ -38,6 +38,7 @@ import {
 import type { ProbeLinkSecret } from "./link-secret.js";
 import type {
   ColumnSchema,
+  GatewaySetup,
   ManagedEntitySetup,
   MemoryProtectionSetup,
   ProbeSetup,
@@ -51,7 +52,8 @@ import type {
 
 /** The YAML's shape once validated: what the schema allows, optional where it has a default. */
 export interface SetupInput {
-  gateway: {
+  /** Absent in a hub-only setup (then `probes` and `rules` are absent too). */
+  gateway?: {
     name: string;
     port?: number;
     customDataviewMaxRows?: number;
@@ -141,6 +143,7 @@ interface RuleInput {
  * and Kerberos principals with the role `read`. Relative paths
  * (publish file, certificates, keytab) are resolved against `baseDir` when given, else kept as written.
  * `linkSecrets` are the probes' link secrets as `readLinkSecrets` read them (none by default).
+ * An input without `gateway` (a hub-only setup, checked by the loader) has `gateway` undefined.
  */
 export function buildSetup(
   input: SetupInput,
@@ -161,25 +164,7 @@ function setupOf(
   const security = hub.security ?? {};
   const kerberos = security.kerberos ?? {};
   return {
-    gateway: {
-      name: input.gateway.name,
-      port: input.gateway.port ?? DEFAULT_GATEWAY_PORT,
-      customDataviewMaxRows: input.gateway.customDataviewMaxRows ?? DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
-      maxColumnsPerDataview: input.gateway.maxColumnsPerDataview ?? DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
-      maxCellLength: input.gateway.maxCellLength ?? DEFAULT_MAX_CELL_LENGTH,
-      memoryProtection: memoryProtection(input.gateway.memoryProtection),
-      publish: (input.gateway.publish ?? DEFAULT_PUBLISH).map((sink): PublishSink => {
-        if (sink === "memory") return { kind: "memory" };
-        if ("file" in sink) return { kind: "file", path: path(sink.file) };
-        return {
-          kind: "nats",
-          url: sink.nats.url,
-          stream: sink.nats.stream ?? DEFAULT_NATS_STREAM,
-          subjectPrefix: sink.nats.subjectPrefix ?? DEFAULT_NATS_SUBJECT_PREFIX,
-        };
-      }),
-      tls: { certificate: path(input.gateway.tls?.certificate), key: path(input.gateway.tls?.key) },
-    },
+    gateway: input.gateway === undefined ? undefined : buildGateway(input.gateway, path),
     probes: (input.probes ?? []).map((probe) => buildProbe(probe, path)),
     rules: (input.rules ?? []).map(buildRule),
     hub: {
@@ -207,6 +192,32 @@ function setupOf(
     },
     limits: { ...DEFAULT_DATA_LIMITS, ...input.limits },
     linkSecrets: linkSecrets.map(({ probe, secret }) => ({ probe, secret })),
+  };
+}
+
+/** The `gateway:` section with its defaults (port 7039, no row override, publish [memory], …). */
+function buildGateway(
+  gateway: NonNullable<SetupInput["gateway"]>,
+  path: (p: string | undefined) => string,
+): GatewaySetup {
+  return {
+    name: gateway.name,
+    port: gateway.port ?? DEFAULT_GATEWAY_PORT,
+    customDataviewMaxRows: gateway.customDataviewMaxRows ?? DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+    maxColumnsPerDataview: gateway.maxColumnsPerDataview ?? DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+    maxCellLength: gateway.maxCellLength ?? DEFAULT_MAX_CELL_LENGTH,
+    memoryProtection: memoryProtection(gateway.memoryProtection),
+    publish: (gateway.publish ?? DEFAULT_PUBLISH).map((sink): PublishSink => {
+      if (sink === "memory") return { kind: "memory" };
+      if ("file" in sink) return { kind: "file", path: path(sink.file) };
+      return {
+        kind: "nats",
+        url: sink.nats.url,
+        stream: sink.nats.stream ?? DEFAULT_NATS_STREAM,
+        subjectPrefix: sink.nats.subjectPrefix ?? DEFAULT_NATS_SUBJECT_PREFIX,
+      };
+    }),
+    tls: { certificate: path(gateway.tls?.certificate), key: path(gateway.tls?.key) },
   };
 }
 

@@ -13,8 +13,8 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { buildSetup, type SetupInput } from "./build-setup.js";
 import { type LinkSecretFiles, readLinkSecrets } from "./link-secret.js";
-import type { Setup } from "./setup.js";
-import { crossCheckIssues } from "./setup-cross-checks.js";
+import type { DeploymentSetup, Setup } from "./setup.js";
+import { crossCheckIssues, sectionIssues } from "./setup-cross-checks.js";
 import { SetupError, tidyIssues } from "./setup-issues.js";
 import { schemaIssues } from "./setup-schema-check.js";
 import { readSetupYaml } from "./setup-yaml.js";
@@ -25,7 +25,16 @@ export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.j
 export interface SetupLoadOptions {
   /** Whose `linkSecretFile`s are read (default "all"; see `LinkSecretFiles`). */
   readonly linkSecretFiles?: LinkSecretFiles;
+  /**
+   * true: a hub-only setup (`hub:` and maybe `limits:`, no `gateway:`) is accepted, with `gateway`
+   * undefined (`vigil hub`, `vigil validate`). Default false: such a file is refused, saying it is a
+   * hub-only setup (`vigil gateway`, `vigil up`, `vigil probe --config`).
+   */
+  readonly hubOnly?: boolean;
 }
+
+/** Options of a load that refuses a hub-only setup, so the result has its `gateway` section. */
+type DeploymentLoad = SetupLoadOptions & { readonly hubOnly?: false };
 
 /**
  * Parses and validates setup YAML and returns the frozen `Setup` with every default filled in
@@ -36,35 +45,55 @@ export interface SetupLoadOptions {
  * `baseDir`, when given, is the folder that relative paths in the setup (publish file,
  * certificates, keytab, link secret files) are resolved against, otherwise they are kept as written. Throws a
  * `SetupError` listing every YAML syntax error, or else every schema and cross-check problem.
- * `options.linkSecretFiles` says whose link secret files are read (default every probe's).
+ * `options.linkSecretFiles` says whose link secret files are read (default every probe's);
+ * `options.hubOnly` whether a hub-only setup is accepted (default no: the result then always has
+ * its `gateway`).
  */
+export function parseSetup(
+  yamlText: string,
+  source?: string,
+  baseDir?: string,
+  options?: DeploymentLoad,
+): DeploymentSetup;
+export function parseSetup(
+  yamlText: string,
+  source: string | undefined,
+  baseDir: string | undefined,
+  options: SetupLoadOptions,
+): Setup;
 export function parseSetup(
   yamlText: string,
   source?: string,
   baseDir?: string,
   options: SetupLoadOptions = {},
 ): Setup {
+  const hubOnly = options.hubOnly === true;
   const { data, locate } = readSetupYaml(yamlText, source);
   if (data === null || data === undefined) {
-    throw new SetupError([
-      locate({ segments: [], message: "the setup is empty; write at least `gateway: { name: GW1 }`" }),
-    ]);
+    const start = hubOnly
+      ? "`gateway: { name: GW1 }`, or `hub: {}` for a hub-only setup"
+      : "`gateway: { name: GW1 }`";
+    throw new SetupError([locate({ segments: [], message: `the setup is empty; write at least ${start}` })]);
   }
 
   // Link secrets are read (linkSecretFile) and checked here: no check quotes a secret.
   const { secrets, issues } = readLinkSecrets(data, baseDir, options.linkSecretFiles);
-  const raw = [...schemaIssues(data), ...crossCheckIssues(data), ...issues];
+  const raw = [...schemaIssues(data), ...sectionIssues(data, hubOnly), ...crossCheckIssues(data), ...issues];
   if (raw.length > 0) throw new SetupError(tidyIssues(raw.map(locate)));
 
-  // The schema and the cross-checks have passed, so `data` has the shape of SetupInput.
+  // The schema and the cross-checks have passed, so `data` has the shape of SetupInput; without
+  // `hubOnly`, `sectionIssues` has made sure it has a `gateway` (what the first overload promises).
   return buildSetup(data as SetupInput, baseDir, secrets);
 }
 
 /**
  * Reads a setup file and parses it with `parseSetup`: issue paths start with `path` as given
  * (`setup.yaml:probes[0].name`), and relative paths inside the file are resolved against the file's
- * folder. A file that cannot be read is a `SetupError` too, with the read error as `cause`.
+ * folder. A file that cannot be read is a `SetupError` too, with the read error as `cause`. A
+ * hub-only setup is refused unless `options.hubOnly`.
  */
+export function loadSetupFile(path: string, options?: DeploymentLoad): DeploymentSetup;
+export function loadSetupFile(path: string, options: SetupLoadOptions): Setup;
 export function loadSetupFile(path: string, options: SetupLoadOptions = {}): Setup {
   let text: string;
   try {

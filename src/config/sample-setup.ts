@@ -5,7 +5,7 @@
  * exactly these samplers.
  */
 import { parseSetup } from "./load-setup.js";
-import type { Setup } from "./setup.js";
+import type { DeploymentSetup } from "./setup.js";
 
 export const SAMPLE_SETUP_YAML = `# vigil sample setup: what \`vigil up\` runs without --config.
 gateway:
@@ -88,6 +88,6 @@ hub:
  * filled in (gateway port 7039, probe ports 7136/7137, hub port 8081, 300 s tokens). Relative paths
  * do not occur in it, so no base folder is needed.
  */
-export function sampleSetup(): Setup {
+export function sampleSetup(): DeploymentSetup {
   return parseSetup(SAMPLE_SETUP_YAML, "(built-in sample setup)");
 }

@@ -41,6 +41,44 @@ export function crossCheckIssues(data: unknown): RawIssue[] {
 }
 
 /**
+ * Whether `data` has the sections its command needs (DESIGN 1, 2). With `gateway:` every section is
+ * allowed. Without it, the file is a hub-only setup when it holds `hub:` (and maybe `limits:`) and
+ * neither `probes:` nor `rules:`, which only the gateway uses: `hubOnly` (the hub's and `vigil
+ * validate`'s loads) accepts it, every other load refuses it saying what it is. `probes:` or
+ * `rules:` without `gateway:` are refused either way: nothing would use them.
+ */
+export function sectionIssues(data: unknown, hubOnly: boolean): RawIssue[] {
+  if (!isRecord(data) || data.gateway !== undefined) return [];
+  const gatewayOnly = (["probes", "rules"] as const).filter((key) => data[key] !== undefined);
+  const isHubOnly = data.hub !== undefined && gatewayOnly.length === 0;
+  if (!hubOnly) {
+    return [
+      {
+        segments: ["gateway"],
+        message: isHubOnly
+          ? "this is a hub-only setup ('hub' without 'gateway'), which only `vigil hub` runs; " +
+            "give this command the deployment's setup, with its 'gateway' section"
+          : "required key 'gateway' is missing; add it",
+      },
+    ];
+  }
+  if (isHubOnly) return [];
+  if (gatewayOnly.length === 0) {
+    return [
+      {
+        segments: ["gateway"],
+        message: "required key 'gateway' is missing; add it, or write a 'hub' section for a hub-only setup",
+      },
+    ];
+  }
+  return gatewayOnly.map((key) => ({
+    segments: [key],
+    message: `'${key}' needs the 'gateway' section that uses it; add it, or remove '${key}' for a hub-only setup (only 'hub' and 'limits')`,
+    atKey: true,
+  }));
+}
+
+/**
  * The names and attributes the gateway publishes from the setup (gateway, probe, managed entity,
  * sampler and type names, attributes, fkm keyword patterns, which name the rows of an fkm dataview)
  * within the setup's `limits` (defaults where unset or invalid): the hub refuses a message beyond

@@ -387,13 +387,17 @@ const limits = {
   additionalProperties: false,
 } as const;
 
-/** The whole setup file. Only `gateway.name` is required; everything else has a default. */
+/**
+ * The whole setup file. Only `gateway.name` is required; everything else has a default. `gateway`
+ * itself may be left out in a hub-only setup (only `hub:` and `limits:`, for `vigil hub`): whether
+ * a setup needs it depends on the command that loads it, so `sectionIssues` in
+ * `setup-cross-checks.ts` says so, not this schema.
+ */
 export const SETUP_SCHEMA = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
   $id: "urn:vigil:setup",
   title: "vigil setup file",
   type: "object",
-  required: ["gateway"],
   properties: {
     gateway,
     probes: { type: "array", items: probe, default: [] },

@@ -140,8 +140,14 @@ export interface TlsFiles {
   readonly key: string;
 }
 
+/**
+ * What a setup file holds. `gateway` is undefined in a hub-only setup (only `hub:` and `limits:`,
+ * DESIGN 1 `vigil hub`): a hub needs no gateway's setup to store and answer what gateways publish,
+ * and such a setup has no probes, rules or link secrets. Only the hub and `vigil validate` load
+ * one; every other command loads a {@link DeploymentSetup}.
+ */
 export interface Setup {
-  readonly gateway: GatewaySetup;
+  readonly gateway: GatewaySetup | undefined;
   readonly probes: readonly ProbeSetup[];
   readonly rules: readonly RuleSetup[];
   readonly hub: HubSetup;
@@ -152,4 +158,22 @@ export interface Setup {
    * from `probes` so that no probe's part of the setup (sent in `welcome`) carries one.
    */
   readonly linkSecrets: readonly ProbeLinkSecret[];
+}
+
+/** A setup with its `gateway:` section: the whole deployment (DESIGN 2), what a gateway and a probe run from. */
+export type DeploymentSetup = Setup & { readonly gateway: GatewaySetup };
+
+/** Whether `setup` describes the deployment (has `gateway:`) rather than only the hub's part. */
+export function isDeploymentSetup(setup: Setup): setup is DeploymentSetup {
+  return setup.gateway !== undefined;
+}
+
+/**
+ * `setup` as a deployment's setup, for a gateway or probe taking a reloaded one; throws an Error
+ * for a hub-only setup (the loaders of those commands refuse one before it gets here).
+ */
+export function deploymentSetup(setup: Setup): DeploymentSetup {
+  if (!isDeploymentSetup(setup))
+    throw new Error("a hub-only setup (no 'gateway' section) cannot replace a gateway's or probe's setup");
+  return setup;
 }

@@ -31,7 +31,7 @@ export interface SetupWatchOptions {
   onInvalid(error: SetupError): void;
   /** Quiet time after the last event before reading the file; default SETUP_RELOAD_DEBOUNCE_MS (100 ms). */
   readonly debounceMs?: number;
-  /** How the file is loaded, as at start-up (whose link secret files are read). */
+  /** How the file is loaded, as at start-up (whose link secret files are read, whether hub-only is accepted). */
   readonly load?: SetupLoadOptions;
 }
 
@@ -58,6 +58,7 @@ export interface SetupWatcher {
  */
 export function watchSetupFile(path: string, options: SetupWatchOptions): SetupWatcher {
   const debounceMs = options.debounceMs ?? SETUP_RELOAD_DEBOUNCE_MS;
+  const load: SetupLoadOptions = options.load ?? {};
   const name = basename(path);
   let lastGood = options.current;
   let timer: NodeJS.Timeout | undefined;
@@ -73,7 +74,7 @@ export function watchSetupFile(path: string, options: SetupWatchOptions): SetupW
     cancelPending();
     let setup: Setup;
     try {
-      setup = loadSetupFile(path, options.load);
+      setup = loadSetupFile(path, load);
     } catch (error) {
       options.onInvalid(asSetupError(path, error));
       return "invalid";

@@ -24,7 +24,7 @@ import {
   TAP_MAX_CLIENTS,
   TOKEN_GRANT_CACHE_MS,
 } from "../config/defaults.js";
-import type { Setup } from "../config/setup.js";
+import type { DeploymentSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
 import { resource } from "../http/routes.js";
@@ -80,7 +80,7 @@ export interface GatewayLinkTuning {
 }
 
 export interface GatewayOptions {
-  readonly setup: Setup;
+  readonly setup: DeploymentSetup;
   readonly publisher: GatewayPublisher;
   readonly logger: Logger;
   /**
@@ -121,7 +121,7 @@ export interface Gateway {
    * it are refused and deleted; new ones are accepted when they connect; the gateway port cannot
    * change without a restart (logged).
    */
-  updateSetup(setup: Setup): void;
+  updateSetup(setup: DeploymentSetup): void;
   /** Reads the `gateway.tls` files again and serves the new pair (HTTPS gateways; SIGHUP). */
   reloadCertificates(): void;
   /** Listens (default: the setup's gateway port on DEFAULT_GATEWAY_HOST); returns the bound base URL. */

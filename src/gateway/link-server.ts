@@ -24,7 +24,7 @@ import {
   LINK_HELLO_TIMEOUT_MS,
   MEMORY_CHECK_INTERVAL_MS,
 } from "../config/defaults.js";
-import type { Setup } from "../config/setup.js";
+import type { DeploymentSetup } from "../config/setup.js";
 import type { MemoryProtection } from "../http/memory-protection.js";
 import type { LimitRefusals } from "../limits/limit-refusals.js";
 import {
@@ -74,7 +74,7 @@ export interface LinkPublisher {
 }
 
 export interface LinkServerOptions {
-  readonly setup: () => Setup;
+  readonly setup: () => DeploymentSetup;
   readonly hierarchy: Hierarchy;
   readonly publisher: LinkPublisher;
   readonly memory: MemoryProtection;
@@ -223,7 +223,7 @@ export class LinkServer {
    * A new setup: connected probes get their part (`setup` frame) when it changed; links of probes
    * no longer in the setup are refused (`UNKNOWN_PROBE`) and closed.
    */
-  updateSetup(before: Setup, after: Setup): void {
+  updateSetup(before: DeploymentSetup, after: DeploymentSetup): void {
     const limitsBefore = JSON.stringify(probeLimits(before.gateway, before.limits));
     const limits = probeLimits(after.gateway, after.limits);
     const limitsChanged = JSON.stringify(limits) !== limitsBefore;

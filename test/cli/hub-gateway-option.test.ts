@@ -30,3 +30,8 @@ test("without --gateway: the setup's gateway port on loopback; none when that po
   assert.equal(defaultGatewayUrl(setup(7039)), "http://127.0.0.1:7039");
   assert.equal(defaultGatewayUrl(setup(0)), undefined);
 });
+
+test("without --gateway, a hub-only setup names no gateway: the console's actions need --gateway", () => {
+  const setup = parseSetup("hub: { port: 0 }\n", undefined, undefined, { hubOnly: true });
+  assert.equal(defaultGatewayUrl(setup), undefined);
+});

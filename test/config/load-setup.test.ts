@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { parseSetup, SetupError, type SetupIssue } from "../../src/config/load-setup.js";
-import type { FkmSampler, RestApiSampler, Setup } from "../../src/config/setup.js";
+import type { DeploymentSetup, FkmSampler, RestApiSampler } from "../../src/config/setup.js";
 
 /** A setup with one probe `p` and one managed entity `m` holding the given samplers (flow YAML). */
 const withSamplers = (samplers: string): string =>
@@ -29,10 +29,10 @@ function issuesOf(yaml: string): readonly SetupIssue[] {
   assert.fail("expected a SetupError");
 }
 
-const sampler = (setup: Setup, index: number): RestApiSampler | FkmSampler | undefined =>
+const sampler = (setup: DeploymentSetup, index: number): RestApiSampler | FkmSampler | undefined =>
   setup.probes[0]?.managedEntities[0]?.samplers[index];
 
-function restApi(setup: Setup): RestApiSampler {
+function restApi(setup: DeploymentSetup): RestApiSampler {
   const first = sampler(setup, 0);
   assert.equal(first?.plugin, "rest-api");
   return first as RestApiSampler;
@@ -41,7 +41,7 @@ function restApi(setup: Setup): RestApiSampler {
 describe("parseSetup: valid setups, defaults filled in", () => {
   // [what it shows, YAML, the part of the result to look at, what it must equal]
   // biome-ignore format: one line per case (STYLE 16)
-  const cases: [string, string, (setup: Setup) => unknown, unknown][] = [
+  const cases: [string, string, (setup: DeploymentSetup) => unknown, unknown][] = [
     ["only gateway.name is required", "gateway: {name: GW}", (s) => [s.gateway.name, s.probes, s.rules], ["GW", [], []]],
     ["gateway defaults: port 7039, no row override, 256 columns, 8192-unit cells, 2048 MB at 0.9, publish to memory", "gateway: {name: G}", (s) => s.gateway, { name: "G", port: 7039, customDataviewMaxRows: 0, maxColumnsPerDataview: 256, maxCellLength: 8192, memoryProtection: { limitMb: 2048, ratio: 0.9 }, publish: [{ kind: "memory" }], tls: { certificate: "", key: "" } }],
     ["hub defaults: port 8081, no TLS", "gateway: {name: G}", (s) => [s.hub.port, s.hub.tls], [8081, { certificate: "", key: "" }]],
@@ -249,6 +249,72 @@ describe("parseSetup: positions and sources", () => {
     assert.throws(
       () => parseSetup("gateway: {prot: 1}"),
       /Invalid setup \(2 problems\):\ngateway\.name: .*\ngateway\.prot: /,
+    );
+  });
+});
+
+describe("parseSetup: a hub-only setup (DESIGN 1 `vigil hub`)", () => {
+  const HUB_ONLY = { hubOnly: true } as const;
+  const hubIssues = (yaml: string): readonly SetupIssue[] => {
+    try {
+      parseSetup(yaml, undefined, undefined, HUB_ONLY);
+    } catch (error) {
+      if (error instanceof SetupError) return error.issues;
+      throw error;
+    }
+    assert.fail("expected a SetupError");
+  };
+
+  test("only `hub:` loads with the hub's load: no gateway, no probes, no rules, the hub as written", () => {
+    const setup = parseSetup("hub: {port: 0, security: {enabled: false}}", undefined, undefined, HUB_ONLY);
+    assert.equal(setup.gateway, undefined);
+    assert.deepEqual([setup.probes, setup.rules, setup.linkSecrets], [[], [], []]);
+    assert.deepEqual([setup.hub.port, setup.hub.security.enabled], [0, false]);
+  });
+
+  test("`limits:` may stand beside `hub:`", () => {
+    const setup = parseSetup("hub: {}\nlimits: {nameBytes: 100}", undefined, undefined, HUB_ONLY);
+    assert.equal(setup.limits.nameBytes, 100);
+  });
+
+  test("the hub's load takes the deployment's whole setup too", () => {
+    const setup = parseSetup("gateway: {name: G}\nhub: {port: 0}", undefined, undefined, HUB_ONLY);
+    assert.equal(setup.gateway?.name, "G");
+  });
+
+  // [what it shows, YAML, expected issues as [path, message fragment]]
+  // biome-ignore format: one line per case (STYLE 16)
+  const refused: [string, string, [string, string][]][] = [
+    ["probes without a gateway have no use", "hub: {}\nprobes: []", [["probes", "'probes' needs the 'gateway' section that uses it"]]],
+    ["rules without a gateway have no use", "hub: {}\nrules: []", [["rules", "'rules' needs the 'gateway' section that uses it"]]],
+    ["only limits: neither the deployment nor the hub", "limits: {nameBytes: 100}", [["gateway", "add it, or write a 'hub' section for a hub-only setup"]]],
+    ["an empty document says both ways out", "", [["", "the setup is empty; write at least `gateway: { name: GW1 }`, or `hub: {}` for a hub-only setup"]]],
+    ["the hub's own checks still apply", "hub: {prot: 1}", [["hub.prot", "did you mean 'port'?"]]],
+  ];
+  for (const [name, yaml, expected] of refused) {
+    test(name, () => {
+      const issues = hubIssues(yaml);
+      const listing = issues.map((i) => `${i.path}: ${i.message}`).join("\n");
+      assert.deepEqual(
+        issues.map((i) => i.path),
+        expected.map(([path]) => path),
+        listing,
+      );
+      for (const [index, [, fragment]] of expected.entries())
+        assert.ok(
+          issues[index]?.message.includes(fragment),
+          `issue ${index} lacks "${fragment}":\n${listing}`,
+        );
+    });
+  }
+
+  test("every other load refuses it, saying it is a hub-only setup that only `vigil hub` runs", () => {
+    const [issue, ...more] = issuesOf("hub: {port: 0}");
+    assert.deepEqual(more, []);
+    assert.equal(issue?.path, "gateway");
+    assert.match(
+      issue?.message ?? "",
+      /^this is a hub-only setup \('hub' without 'gateway'\), which only `vigil hub` runs; give this command the deployment's setup, with its 'gateway' section$/,
     );
   });
 });

@@ -62,6 +62,23 @@ describe("vigil validate: the new limits and lone surrogates are reported like e
   });
 });
 
+describe("vigil validate: a hub-only setup", () => {
+  test("only `hub:` is OK, and the report says that only `vigil hub` runs it", () => {
+    const path = setupFile("hub:\n  port: 0\n  security: {enabled: false}\n");
+    assert.deepEqual(validateSetupFile(path), {
+      ok: true,
+      text: `${path}: OK, a hub-only setup: \`vigil hub\` runs it; \`vigil gateway\`, \`vigil up\` and \`vigil probe --config\` need the deployment's setup, with its 'gateway' section`,
+    });
+  });
+
+  test("probes without a gateway are an error", () => {
+    const path = setupFile("hub: {}\nprobes: []\n");
+    const report = validateSetupFile(path);
+    assert.equal(report.ok, false);
+    assert.match(report.text, /:probes: 'probes' needs the 'gateway' section that uses it/);
+  });
+});
+
 describe("vigil validate as a command", () => {
   // Runs the real `validate` subcommand in a child process, without the rest of the CLI.
   const script =

@@ -68,14 +68,15 @@ function watched(initialGateway: string) {
     }
   }
   const changedTo = (gateway: string) => (event: Seen) =>
-    event.kind === "change" && event.setup.gateway.name === gateway;
-  const changes = (): string[] => seen.flatMap((e) => (e.kind === "change" ? [e.setup.gateway.name] : []));
+    event.kind === "change" && event.setup.gateway?.name === gateway;
+  const changes = (): string[] =>
+    seen.flatMap((e) => (e.kind === "change" ? [e.setup.gateway?.name ?? "(hub-only)"] : []));
   return { dir, file, seen, watcher, waitFor, changedTo, changes };
 }
 
 function describeSeen(event: Seen): string {
   return event.kind === "change"
-    ? `change:${event.setup.gateway.name}`
+    ? `change:${event.setup.gateway?.name ?? "(hub-only)"}`
     : `invalid:${event.error.issues[0]?.message}`;
 }
 

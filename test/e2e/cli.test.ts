@@ -58,6 +58,32 @@ probes:
   });
 });
 
+describe("a hub-only setup (only hub:)", () => {
+  const HUB_ONLY = "hub: { port: 0, security: { enabled: false } }\n";
+
+  test("vigil validate says it is OK, as a hub-only setup", () => {
+    const result = validate(HUB_ONLY);
+    assert.equal(result.status, 0, result.stderr);
+    assert.match(result.stdout, /: OK, a hub-only setup: `vigil hub` runs it;/);
+  });
+
+  for (const command of ["gateway", "up"]) {
+    test(`vigil ${command} refuses it, saying what it is (exit 1)`, () => {
+      const path = writeFile(dir.path, `hub-only-${command}.yaml`, HUB_ONLY);
+      const result = spawnSync(
+        process.execPath,
+        [VIGIL_BIN, command, "--config", path, "--data-dir", join(dir.path, `hub-only-${command}`)],
+        { encoding: "utf8" },
+      );
+      assert.equal(result.status, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        /^vigil: .*:gateway: this is a hub-only setup \('hub' without 'gateway'\), which only `vigil hub` runs;/,
+      );
+    });
+  }
+});
+
 describe("vigil up --demo", () => {
   test("the demo generator pushes a demo dataview to every rest-api sampler of the setup", async () => {
     const config = writeFile(

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Envelope, MessageId } from "../../src/bus/envelope.js";
-import type { Setup } from "../../src/config/setup.js";
+import type { DeploymentSetup } from "../../src/config/setup.js";
 import type { GatewayPublisher } from "../../src/gateway/app.js";
 import type { PublisherStatus } from "../../src/gateway/publish/publisher.js";
 import { type InProcessConnector, inProcessConnector } from "../../src/link/in-process.js";
@@ -120,7 +120,7 @@ export class FakeGateway {
   end: LinkEnd | undefined;
 
   constructor(
-    private readonly setup: Setup,
+    private readonly setup: DeploymentSetup,
     private readonly credit = 8,
   ) {
     this.connector = inProcessConnector((end) => this.accept(end));

@@ -10,7 +10,7 @@ import { after, describe, test } from "node:test";
 import { pino } from "pino";
 import { LinkSecret } from "../../src/config/link-secret.js";
 import { parseSetup } from "../../src/config/load-setup.js";
-import type { Setup } from "../../src/config/setup.js";
+import type { DeploymentSetup } from "../../src/config/setup.js";
 import { buildGateway, type Gateway, type GatewayLinkTuning } from "../../src/gateway/app.js";
 import type { LinkConnector } from "../../src/link/transport.js";
 import { webSocketConnector } from "../../src/link/websocket.js";
@@ -71,7 +71,7 @@ after(async () => {
 async function system(
   transport: Transport,
   options: {
-    setup?: Setup;
+    setup?: DeploymentSetup;
     gatewayTuning?: GatewayLinkTuning;
     probeTuning?: ProbeLinkTuning;
     probeName?: string;

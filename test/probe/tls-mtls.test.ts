@@ -16,7 +16,7 @@ import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { PROBE_MAX_CLIENT_CA_FILE_BYTES, PROBE_MAX_CLIENT_CA_FILES } from "../../src/config/defaults.js";
 import { parseSetup } from "../../src/config/load-setup.js";
-import type { ProbeSetup, Setup } from "../../src/config/setup.js";
+import type { DeploymentSetup, ProbeSetup } from "../../src/config/setup.js";
 import { buildProbe, type Probe } from "../../src/probe/app.js";
 import { SamplerMtls } from "../../src/probe/tls/sampler-mtls.js";
 import type { SecureModeFiles } from "../../src/probe/tls/secure-mode.js";
@@ -93,7 +93,7 @@ const FORBIDDEN = (sampler: string) => ({
 });
 
 /** The setup of these tests; `own` trusts `ownCa` and verifies client certificates when `ownVerify`. */
-function setupOf(certs: TestCerts, ownCa = certs.ca, ownVerify = true): Setup {
+function setupOf(certs: TestCerts, ownCa = certs.ca, ownVerify = true): DeploymentSetup {
   return parseSetup(`
 gateway: { name: GW }
 probes:
@@ -118,7 +118,7 @@ interface Running {
   logs: LogLines;
 }
 
-async function startProbe(setup: Setup, secure: SecureModeFiles | undefined): Promise<Running> {
+async function startProbe(setup: DeploymentSetup, secure: SecureModeFiles | undefined): Promise<Running> {
   const logs = new LogLines();
   const probe = buildProbe({
     name: "p1",
@@ -242,7 +242,7 @@ describe("mTLS settings change without a restart", { skip }, () => {
   let certs: TestCerts;
   let running: Running;
   let liveCa: string;
-  let setup: Setup;
+  let setup: DeploymentSetup;
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   before(async () => {
     certs = makeTestCerts();
@@ -268,7 +268,7 @@ describe("mTLS settings change without a restart", { skip }, () => {
   const good = () => ({ cert: certs.client, key: certs.clientKey, agent });
   const wrong = () => ({ cert: certs.wrongClient, key: certs.wrongClientKey });
   const put = (client: Client, base = running.https) => call(certs, base, "PUT", DV("own"), client, ROWS);
-  const reload = (next: Setup) => running.probe.updateSetup(next.probes[0] as ProbeSetup);
+  const reload = (next: DeploymentSetup) => running.probe.updateSetup(next.probes[0] as ProbeSetup);
 
   test("a new CA path applies at once, also on a kept-alive connection", async () => {
     assert.equal((await put(good())).status, 200);

@@ -16,7 +16,13 @@ import {
 } from "@nats-io/jetstream";
 import { nanos } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { NATS_DUPLICATE_WINDOW_MS, NATS_STREAM_MAX_AGE_MS } from "../../config/defaults.js";
+import {
+  DEFAULT_NATS_STREAM,
+  DEFAULT_NATS_SUBJECT_PREFIX,
+  NATS_DUPLICATE_WINDOW_MS,
+  NATS_STREAM_MAX_AGE_MS,
+} from "../../config/defaults.js";
+import { nearest } from "../../config/setup-issues.js";
 import type { Topic } from "../../messages/types.js";
 
 /** The three topics of DESIGN 4.3, in a fixed order. */
@@ -31,7 +37,9 @@ const STREAM_NAME = /^[A-Za-z0-9_-]{1,255}$/;
  */
 export function checkNatsNames(url: string, stream: string, subjectPrefix: string): void {
   if (!/^(nats|tls):\/\/\S+$/.test(url)) {
-    throw new Error(`NATS url '${url}' is not supported: use nats://HOST:PORT or tls://HOST:PORT`);
+    throw new Error(
+      `NATS url '${displayUrl(url)}' is not supported: use nats://HOST:PORT or tls://HOST:PORT`,
+    );
   }
   if (!STREAM_NAME.test(stream)) {
     throw new Error(`JetStream stream name '${stream}' is invalid: use letters, digits, _ and -`);
@@ -41,6 +49,60 @@ export function checkNatsNames(url: string, stream: string, subjectPrefix: strin
       `NATS subject prefix '${subjectPrefix}' is invalid: use dot-separated tokens of letters, digits, _ and -`,
     );
   }
+}
+
+/** A `--bus` URL taken apart (DESIGN 1 `vigil hub`): the server, and the names its query gives. */
+export interface NatsBusUrl {
+  /** The server URL as written, without the query: credentials and everything else kept. */
+  readonly url: string;
+  /** `stream=NAME`, when the URL names one. */
+  readonly stream?: string;
+  /** `subjectPrefix=PREFIX`, when the URL names one. */
+  readonly subjectPrefix?: string;
+}
+
+/** The query parameters a `--bus` URL may have. */
+const BUS_URL_PARAMETERS: readonly string[] = ["stream", "subjectPrefix"];
+
+/**
+ * Takes a `--bus` URL apart: `nats://[USER:PASSWORD@]HOST:PORT[?stream=NAME&subjectPrefix=PREFIX]`.
+ * The query (everything after the first `?`, percent-decoded) may name the stream and the subject
+ * prefix, each at most once; what it leaves out is undefined, for the caller's default. The rest of
+ * the URL is kept as written. Throws an Error that names the problem and the fix for another
+ * parameter (with the nearest known name when it is a near miss), one given twice, or a name
+ * `checkNatsNames` refuses; the URL in a message has its credentials masked.
+ */
+export function parseNatsBusUrl(text: string): NatsBusUrl {
+  const at = text.indexOf("?");
+  const url = at < 0 ? text : text.slice(0, at);
+  const shown = displayUrl(url);
+  const given = new Map<string, string>();
+  for (const [key, value] of new URLSearchParams(at < 0 ? "" : text.slice(at + 1))) {
+    if (!BUS_URL_PARAMETERS.includes(key)) {
+      const near = nearest(key, BUS_URL_PARAMETERS);
+      throw new Error(
+        `the --bus URL ${shown} has an unknown parameter '${key}'` +
+          (near === undefined ? "" : ` (did you mean '${near}'?)`) +
+          `: it takes stream=NAME and subjectPrefix=PREFIX only`,
+      );
+    }
+    if (given.has(key)) throw new Error(`the --bus URL ${shown} gives '${key}' twice; give it once`);
+    given.set(key, value);
+  }
+  const stream = given.get("stream");
+  const subjectPrefix = given.get("subjectPrefix");
+  try {
+    checkNatsNames(url, stream ?? DEFAULT_NATS_STREAM, subjectPrefix ?? DEFAULT_NATS_SUBJECT_PREFIX);
+  } catch (error) {
+    throw new Error(`the --bus URL ${shown}: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
+  }
+  return {
+    url,
+    ...(stream === undefined ? {} : { stream }),
+    ...(subjectPrefix === undefined ? {} : { subjectPrefix }),
+  };
 }
 
 /**

@@ -24,9 +24,15 @@ export function registerHub(program: Command): void {
   program
     .command("hub")
     .description("the hub: stores published messages and serves the query API")
-    .requiredOption("--config <file>", "setup file (YAML): its hub section and sampler data schemas")
+    .requiredOption(
+      "--config <file>",
+      "setup file (YAML): its hub section (and sampler data schemas); a setup of only hub: will do",
+    )
     .option("--store <url>", "duckdb:PATH (default: vigil.duckdb in the data dir) or postgres://…")
-    .option("--bus <url>", "consume published messages from NATS JetStream at nats://HOST:PORT")
+    .option(
+      "--bus <url>",
+      "consume from NATS JetStream at nats://HOST:PORT[?stream=NAME&subjectPrefix=PREFIX] (defaults: the setup's nats target, else VIGIL, vigil)",
+    )
     .option("--data-dir <dir>", "signing keys, dead-letter file, embedded store", DEFAULT_DATA_DIR)
     .option("--host <host>", "address to listen on (0.0.0.0: every interface)", LOOPBACK)
     .option("--port <port>", "port to listen on (default: hub.port of the setup)")
@@ -38,8 +44,9 @@ export function registerHub(program: Command): void {
     .addOption(logFormatOption())
     .action(async (options: HubCommandOptions) => {
       const logger = createLogger(options.logLevel, options.logFormat);
-      // A hub has no use for the probes' link secrets: their files need not be on its host.
-      const load = { linkSecretFiles: "none" } as const;
+      // A hub has no use for the probes' link secrets: their files need not be on its host. Its
+      // setup may hold only `hub:` (DESIGN 1): it stores and answers what any gateway publishes.
+      const load = { linkSecretFiles: "none", hubOnly: true } as const;
       const setup = loadSetupFile(options.config, load);
       const dataDir = resolve(options.dataDir);
       await runService({

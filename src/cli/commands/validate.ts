@@ -11,8 +11,9 @@ import { type BindingLoad, kerberosBindingError, loadKerberosBinding } from "../
 export interface ValidateReport {
   readonly ok: boolean;
   /**
-   * `FILE: OK` when usable, followed by one `note:` line per default worth knowing (an application
-   * key without `roles`); otherwise one line per issue (`formatSetupIssues`), in file order.
+   * `FILE: OK` when usable (`FILE: OK, a hub-only setup: …` for a setup of only `hub:`), followed
+   * by one `note:` line per default worth knowing (an application key without `roles`); otherwise
+   * one line per issue (`formatSetupIssues`), in file order.
    */
   readonly text: string;
 }
@@ -21,14 +22,17 @@ export interface ValidateReport {
  * Checks a setup file with the same loader every command uses, so `validate` reports exactly what
  * would stop `vigil up|gateway|hub|probe --config FILE`; a setup that enables Kerberos is also
  * checked against this machine's `kerberos` binding (`binding`, default the real one), whose absence
- * stops the hub's start. Errors other than a `SetupError` (a bug) are thrown.
+ * stops the hub's start. A hub-only setup (only `hub:`) is OK, and the report says that only
+ * `vigil hub` runs it. Errors other than a `SetupError` (a bug) are thrown.
  */
 export function validateSetupFile(
   path: string,
   binding: () => BindingLoad = loadKerberosBinding,
 ): ValidateReport {
+  let hubOnly: boolean;
   try {
-    const setup = loadSetupFile(path);
+    const setup = loadSetupFile(path, { hubOnly: true });
+    hubOnly = setup.gateway === undefined;
     if (setup.hub.security.kerberos.enabled) {
       const load = binding();
       if (!load.ok)
@@ -41,7 +45,10 @@ export function validateSetupFile(
     if (!(error instanceof SetupError)) throw error;
     return { ok: false, text: formatSetupIssues(error) };
   }
-  return { ok: true, text: [`${path}: OK`, ...setupNotes(path)].join("\n") };
+  const ok = hubOnly
+    ? `${path}: OK, a hub-only setup: \`vigil hub\` runs it; \`vigil gateway\`, \`vigil up\` and \`vigil probe --config\` need the deployment's setup, with its 'gateway' section`
+    : `${path}: OK`;
+  return { ok: true, text: [ok, ...setupNotes(path)].join("\n") };
 }
 
 /**

@@ -41,17 +41,20 @@ export interface GatewayRelayOptions {
 /**
  * The gateway a hub assumes when not told (`vigil hub` without `--gateway`): the setup's gateway
  * port on this machine, since one setup file describes the deployment (the gateway assumes the
- * hub the same way). Undefined when the setup's port is 0 (picked at start, so not knowable).
+ * hub the same way). Undefined when the setup's port is 0 (picked at start, so not knowable) and
+ * for a hub-only setup, which names no gateway.
  */
 export function defaultGatewayUrl(setup: Setup): string | undefined {
-  const scheme = tlsEnabled(setup.gateway.tls) ? "https" : "http";
-  return setup.gateway.port === 0 ? undefined : `${scheme}://127.0.0.1:${setup.gateway.port}`;
+  const gateway = setup.gateway;
+  if (gateway === undefined || gateway.port === 0) return undefined;
+  return `${tlsEnabled(gateway.tls) ? "https" : "http"}://127.0.0.1:${gateway.port}`;
 }
 
 /** How the hub trusts an HTTPS gateway: the certificate the setup names for it, when readable here. */
 export function gatewayTrust(setup: Setup): PinnedTrust {
-  return tlsEnabled(setup.gateway.tls)
-    ? trustCertificate(readableCertificate(setup.gateway.tls.certificate))
+  const gateway = setup.gateway;
+  return gateway !== undefined && tlsEnabled(gateway.tls)
+    ? trustCertificate(readableCertificate(gateway.tls.certificate))
     : {};
 }
 
