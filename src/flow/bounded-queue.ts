@@ -7,7 +7,9 @@
  *
  * The consumer takes batches from the head (`take`). Items it has taken but not yet had
  * acknowledged may still count against the bound (`held`): a channel's room then returns with the
- * acknowledgement, and the owner calls `notify()` when that count falls.
+ * acknowledgement. The producers waiting for room are woken by `notify()`, which the owner calls
+ * once its own counts are settled (after a take has been counted as in flight, after an ack): a
+ * waiter never wakes to a room that the same turn takes back.
  */
 
 export interface BoundedQueueOptions {
@@ -87,8 +89,7 @@ export class BoundedQueue<T> {
 
   /**
    * Takes the next batch from the head: up to `maxItems` items, and no more once their estimated
-   * bytes reach `targetBytes` (the first item is taken whatever its size). Wakes the producers
-   * waiting for room when there is.
+   * bytes reach `targetBytes` (the first item is taken whatever its size).
    */
   take(maxItems: number, targetBytes = Number.POSITIVE_INFINITY): T[] {
     const out: T[] = [];
@@ -104,7 +105,6 @@ export class BoundedQueue<T> {
     }
     this.waitingBytes -= bytes;
     this.compact();
-    this.notify();
     return out;
   }
 
@@ -115,7 +115,6 @@ export class BoundedQueue<T> {
     this.sizes = [];
     this.head = 0;
     this.waitingBytes = 0;
-    this.notify();
     return dropped;
   }
 
@@ -137,7 +136,7 @@ export class BoundedQueue<T> {
     });
   }
 
-  /** Wakes the producers waiting for room if there is (call it when `held` fell). */
+  /** Wakes the producers waiting for room if there is (after a take, a clear, or when `held` fell). */
   notify(): void {
     if (this.waiters.size === 0 || !this.hasRoom) return;
     for (const wake of [...this.waiters]) wake();

@@ -547,6 +547,7 @@ export class ProbeLinkClient {
   }
 
   private wake(): void {
+    this.outgoing.notify();
     for (const waiter of [...this.waiters]) waiter();
   }
 

@@ -86,24 +86,27 @@ describe("BoundedQueue", () => {
     assert.equal(queue.hasRoom, true);
   });
 
-  test("a waiter for room wakes when a take makes room", async () => {
+  test("a waiter for room wakes at the notify after a take made room", async () => {
     const queue = new BoundedQueue<number>({ maxItems: 2 });
     queue.pushAll([1, 2]);
     const room = queue.whenRoom();
     assert.equal(queue.waiting, 1);
     assert.equal(await settled(room), false);
     queue.take(1);
+    assert.equal(await settled(room), false);
+    queue.notify();
     assert.equal(await settled(room), true);
     assert.equal(queue.waiting, 0);
   });
 
-  test("a waiter for room wakes when the queue is cleared, and clear says how many it dropped", async () => {
+  test("a waiter for room wakes after the queue is cleared, and clear says how many it dropped", async () => {
     const queue = new BoundedQueue<number>({ maxItems: 2, maxBytes: 100 });
     queue.push(1, 10);
     queue.push(2, 10);
     const room = queue.whenRoom();
     assert.equal(queue.clear(), 2);
     assert.equal(queue.bytes, 0);
+    queue.notify();
     assert.equal(await settled(room), true);
   });
 
