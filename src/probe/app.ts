@@ -3,13 +3,15 @@
  * link to the gateway (DESIGN 1 "probe link"). `buildProbe()` returns an unstarted service
  * (STYLE 3); the CLI starts and stops it.
  *
- * A request is accepted into the probe's memory and its changes are handed to the link in
- * published terms (one row upsert for a row PUT, one replace for a dataview PUT, …). Before any
- * change, the request is refused with 503 when the process is over its memory threshold or the
- * link's outgoing buffer is full (DESIGN 1 "Hand-offs", 3.5).
+ * This module composes the probe: its setup and limits, the sampler registry, streams and fkm, the
+ * link client, memory protection, secure mode and self-metrics, and the routes of `http/`
+ * (dataviews and rows, samplers, health) and `streams/stream-routes.ts`. A request is accepted into
+ * the probe's memory and its changes are handed to the link in published terms. Before any change,
+ * the request is refused with 503 when the process is over its memory threshold or the link's
+ * outgoing buffer is full (DESIGN 1 "Hand-offs", 3.5: `http/ingest-admission.ts`).
  */
 import os from "node:os";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import {
   DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
@@ -20,32 +22,31 @@ import {
   DEFAULT_PROBE_HOSTNAME,
   DEFAULT_REST_API_HTTP_PORT,
   DEFAULT_REST_API_HTTPS_PORT,
-  PROBE_BACKLOG_WAIT_MS,
-  PROBE_MAX_DATAVIEWS_PER_SAMPLER,
   PROBE_MAX_PARAM_LENGTH,
 } from "../config/defaults.js";
 import type { ProbeSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
-import { resource } from "../http/routes.js";
 import { createHttpApp, listen } from "../http/server.js";
-import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
+import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import { type LimitName, LimitRefusals, registerLimitRefusals } from "../limits/limit-refusals.js";
-import type { Change, DataviewAddress, ProbeLimits, ProbeParameters } from "../link/protocol.js";
+import type { Change, ProbeLimits, ProbeParameters } from "../link/protocol.js";
 import type { LinkConnector } from "../link/transport.js";
 import { registerMetricsRoute } from "../metrics/metrics-route.js";
 import { createMetricsRegistry } from "../metrics/registry.js";
 import { VIGIL_VERSION } from "../version.js";
-import { DataviewModel, type DataviewSnapshot, type RowCells } from "./dataview-model.js";
-import type { FkmView } from "./fkm/fkm-sampler.js";
+import type { DataviewSnapshot } from "./dataview-model.js";
 import type { SampleScheduler } from "./fkm/sample-scheduler.js";
-import { type BodyLimits, parseColumnOrder, parseDataviewBody, parseRowBody } from "./ingest-body.js";
+import { addressOf, registerDataviewRoutes } from "./http/dataview-routes.js";
+import { registerHealthRoutes } from "./http/health-routes.js";
+import { ingestAdmission } from "./http/ingest-admission.js";
+import { registerSamplerRoutes } from "./http/sampler-routes.js";
 import { checkPathNames, type IngestPathNames } from "./ingest-limits.js";
 import { type LinkClientOptions, type LinkClientStatus, ProbeLinkClient } from "./link-client.js";
 import { type AcceptedTotals, registerProbeMetrics } from "./probe-metrics.js";
-import { SamplerRegistry, type SamplerState } from "./sampler-registry.js";
+import { SamplerRegistry } from "./sampler-registry.js";
 import { ProbeStreams } from "./streams/probe-streams.js";
-import { registerStreamRoutes, samplerStreamsPart } from "./streams/stream-routes.js";
+import { registerStreamRoutes } from "./streams/stream-routes.js";
 import { SamplerMtls, samplerMtlsHook } from "./tls/sampler-mtls.js";
 import {
   changedSecureFiles,
@@ -55,12 +56,6 @@ import {
   type SecureMode,
   type SecureModeFiles,
 } from "./tls/secure-mode.js";
-
-/** The seed's reserved name: no endpoint operates on it (seed B rule 7). */
-export const STREAMS_DATAVIEW = "Streams Dataview";
-
-/** Sampling info of rest-api samplers (seed B): options inactive, this status text. */
-export const SAMPLING_STATUS_TEXT = "Sampling dependent on 3rd Party Application";
 
 /** The gateway-wide limits a probe uses before its gateway has sent its own (DESIGN 2 defaults). */
 export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
@@ -127,13 +122,6 @@ export interface Probe {
   linkStatus(): LinkClientStatus;
 }
 
-interface DataviewParams {
-  me: string;
-  sampler: string;
-  dataview: string;
-  row?: string;
-}
-
 /** Builds an unstarted probe. */
 export function buildProbe(options: ProbeOptions): Probe {
   const { logger, name } = options;
@@ -178,38 +166,9 @@ export function buildProbe(options: ProbeOptions): Probe {
 
   // The setup's `limits` (DESIGN 5.4b), as the gateway (or `--config`) gave them; each refusal is
   // counted at /metrics (vigil_limit_refusals_total{entry="probe"}) and logged, rate-limited.
-  const data = (): DataLimits => limits.data ?? DEFAULT_DATA_LIMITS;
   const refusals = new LimitRefusals(log);
-  // One object per setting of the limits, so a request allocates none.
-  let cachedBodyLimits: BodyLimits = { maxCellLength: 0, nameBytes: 0, cellBytes: 0, jsonDepth: 0 };
-  const bodyLimits = (): BodyLimits => {
-    const { nameBytes, cellBytes, jsonDepth } = data();
-    if (
-      cachedBodyLimits.maxCellLength !== limits.maxCellLength ||
-      cachedBodyLimits.nameBytes !== nameBytes ||
-      cachedBodyLimits.cellBytes !== cellBytes ||
-      cachedBodyLimits.jsonDepth !== jsonDepth
-    ) {
-      cachedBodyLimits = { maxCellLength: limits.maxCellLength, nameBytes, cellBytes, jsonDepth };
-    }
-    return cachedBodyLimits;
-  };
-  const checkNames = (params: IngestPathNames): void => checkPathNames(params, data().nameBytes);
-
-  const dataviewLimits = (sampler: SamplerState) => ({
-    rowLimit: limits.customDataviewMaxRows > 0 ? limits.customDataviewMaxRows : sampler.setup.rowLimit,
-    maxColumns: limits.maxColumnsPerDataview,
-    maxCellLength: limits.maxCellLength,
-    nameBytes: data().nameBytes,
-    linkFrameBytes: data().linkFrameBytes,
-  });
-
-  const addressOf = (sampler: SamplerState, dataview: string): DataviewAddress => ({
-    managedEntity: sampler.managedEntity,
-    sampler: sampler.setup.name,
-    samplerType: sampler.setup.type,
-    dataview,
-  });
+  const checkNames = (params: IngestPathNames): void =>
+    checkPathNames(params, (limits.data ?? DEFAULT_DATA_LIMITS).nameBytes);
 
   const parameters = (): ProbeParameters => ({
     osType: os.type(),
@@ -313,146 +272,18 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
   });
 
-  const target = (request: FastifyRequest): { sampler: SamplerState; params: DataviewParams } => {
-    const params = request.params as DataviewParams;
-    checkNames(params);
-    if (params.dataview === STREAMS_DATAVIEW) throw new VigilError("RESERVED_DATAVIEW");
-    // `…/dataview/` and `…/row/` route here with an empty name: a name is required.
-    if (params.dataview === "") throw emptyName("dataview", "/dataview/<name>");
-    if (params.row === "") throw emptyName("row", "/row/<name>");
-    return { sampler: registry.resolve(params.me, params.sampler), params };
-  };
-
-  const existing = (sampler: SamplerState, dataview: string): DataviewModel => {
-    const model = sampler.dataviews.get(dataview);
-    if (model === undefined)
-      throw new VigilError("DATAVIEW_NOT_FOUND", { sampler: sampler.setup.name, dataview });
-    return model;
-  };
-
-  // Every write is checked against memory protection and the link's buffer before it changes
-  // anything, then hands its changes to the link. With room in the buffer (the common case) the
-  // handler runs at once and its answer is sent without a promise (no per-request
-  // allocation the answer does not need); a throw is a rejection to Fastify either way.
-  const ingest =
-    (handler: (request: FastifyRequest, reply: FastifyReply) => unknown) =>
-    (request: FastifyRequest, reply: FastifyReply): unknown => {
-      memory.check();
-      if (link.hasCapacity()) return handler(request, reply);
-      return link.waitForCapacity(PROBE_BACKLOG_WAIT_MS).then(() => handler(request, reply));
-    };
-
-  const dataviewPath = "/v1/managedEntity/:me/sampler/:sampler/dataview/:dataview";
-
-  resource(http, dataviewPath, {
-    GET: async (request) => {
-      // An fkm sampler's one dataview, named after it (DESIGN 3.4), as a dataview GET shows one.
-      const raw = request.params as { me: string; sampler: string; dataview: string };
-      checkNames(raw);
-      const fkm = streams.fkmView(raw.me, raw.sampler);
-      if (fkm !== undefined && raw.dataview === fkm.sampler) return fkmDataviewView(fkm);
-      const { sampler, params } = target(request);
-      return existing(sampler, params.dataview).state();
-    },
-    PUT: ingest((request) => {
-      const { sampler, params } = target(request);
-      const rows = parseDataviewBody(request.body as Buffer | undefined, bodyLimits());
-      const columnOrder = parseColumnOrder(request.headers["column-order"], data().nameBytes);
-      let model = sampler.dataviews.get(params.dataview);
-      if (model === undefined) {
-        if (sampler.dataviews.size >= PROBE_MAX_DATAVIEWS_PER_SAMPLER) {
-          throw new VigilError("TOO_MANY_DATAVIEWS", {
-            sampler: sampler.setup.name,
-            limit: PROBE_MAX_DATAVIEWS_PER_SAMPLER,
-          });
-        }
-        model = new DataviewModel(addressOf(sampler, params.dataview));
-      }
-      const { result, changes, notes } = model.replace(rows, columnOrder, dataviewLimits(sampler));
-      if (notes.ignoredColumns.length > 0) {
-        // The real product's documented behaviour: such a name is not displayed and a warning logged.
-        log.warn(
-          {
-            sampler: sampler.setup.name,
-            dataview: params.dataview,
-            columns: notes.ignoredColumns.slice(0, 20).map((c) => (c.length > 64 ? `${c.slice(0, 64)}…` : c)),
-            count: notes.ignoredColumns.length,
-          },
-          "Column-Order names columns that no row has; they are not shown",
-        );
-      }
-      sampler.dataviews.set(params.dataview, model);
-      link.submit(changes);
-      accepted.rows += result.rows;
-      accepted.droppedRows += result.dropped;
-      for (let i = 0; i < result.rows; i += 1) accepted.cells += (rows[i] as RowCells).size;
-      return result;
-    }),
-    DELETE: ingest((request) => {
-      const { sampler, params } = target(request);
-      existing(sampler, params.dataview);
-      sampler.dataviews.delete(params.dataview);
-      link.submit([
-        { kind: "dataviewDelete", dataview: addressOf(sampler, params.dataview), at: Date.now() },
-      ]);
-      return { deleted: params.dataview };
-    }),
+  const ingest = ingestAdmission(memory, link);
+  registerDataviewRoutes(http, {
+    registry,
+    streams,
+    ingest,
+    checkNames,
+    limits: () => limits,
+    submit: (changes) => link.submit(changes),
+    accepted,
+    log,
   });
-
-  resource(http, `${dataviewPath}/row/:row`, {
-    GET: async (request) => {
-      const { sampler, params } = target(request);
-      const row = existing(sampler, params.dataview).row(params.row ?? "");
-      if (row === undefined)
-        throw new VigilError("ROW_NOT_FOUND", { dataview: params.dataview, row: params.row });
-      return row;
-    },
-    PUT: ingest((request) => {
-      const { sampler, params } = target(request);
-      const model = existing(sampler, params.dataview);
-      const cells = parseRowBody(request.body as Buffer | undefined, bodyLimits());
-      const { name: row, changes } = model.putRow(params.row ?? "", cells, dataviewLimits(sampler));
-      link.submit(changes);
-      accepted.rows += 1;
-      accepted.cells += cells.size;
-      return { row };
-    }),
-    DELETE: ingest((request) => {
-      const { sampler, params } = target(request);
-      const changes = existing(sampler, params.dataview).deleteRow(params.row ?? "");
-      if (changes === undefined) {
-        throw new VigilError("ROW_NOT_FOUND", { dataview: params.dataview, row: params.row });
-      }
-      link.submit(changes);
-      return { deleted: params.row };
-    }),
-  });
-
-  resource(http, "/v1/managedEntity/:me/sampler/:sampler", {
-    GET: async (request) => {
-      const params = request.params as { me: string; sampler: string };
-      checkNames(params);
-      const fkm = streams.fkmView(params.me, params.sampler);
-      if (fkm !== undefined) {
-        const { sampler: name, type, ...state } = fkm;
-        return {
-          managedEntity: params.me,
-          sampler: name,
-          type,
-          plugin: "fkm",
-          samplingInfo: { samplingOptionsActive: true, status: state.samplingStatus },
-          dataviews: [name],
-          ...state,
-        };
-      }
-      const sampler = registry.resolve(params.me, params.sampler);
-      return {
-        ...samplerView(sampler),
-        ...samplerStreamsPart(streams, sampler),
-      };
-    },
-  });
-
+  registerSamplerRoutes(http, { registry, streams, checkNames });
   registerStreamRoutes(http, { registry, streams, ingest, checkNames });
   // Refusals at a limit are counted where they are answered: no cost on requests that pass.
   http.addHook("onError", (_request, _reply, error, done) => {
@@ -475,9 +306,7 @@ export function buildProbe(options: ProbeOptions): Probe {
   registerLimitRefusals(metrics, refusals);
   registerMetricsRoute(http, metrics);
 
-  const health = async () => ({ status: "OK", probe: name, link: link.status().state });
-  resource(http, "/v1/healthcheck", { GET: health });
-  resource(http, "/healthcheck", { GET: health });
+  registerHealthRoutes(http, name, () => link.status().state);
 
   return {
     name,
@@ -508,57 +337,6 @@ export function buildProbe(options: ProbeOptions): Probe {
     },
     linkStatus: () => link.status(),
   };
-}
-
-/** What GET on a sampler path shows of the sampler itself and its dataviews (DESIGN 3.1). */
-export interface SamplerView {
-  readonly managedEntity: string;
-  readonly sampler: string;
-  readonly type: string;
-  readonly plugin: string;
-  readonly samplingInfo: { readonly samplingOptionsActive: boolean; readonly status: string };
-  /** The names of its custom dataviews, sorted. */
-  readonly dataviews: readonly string[];
-}
-
-/**
- * The sampler part of GET on a sampler path (DESIGN 3.1): sampling options inactive with the seed's
- * status text, and its dataviews. The route adds the streams part beside it.
- */
-export function samplerView(sampler: SamplerState): SamplerView {
-  return {
-    managedEntity: sampler.managedEntity,
-    sampler: sampler.setup.name,
-    type: sampler.setup.type,
-    plugin: sampler.setup.plugin,
-    samplingInfo: { samplingOptionsActive: false, status: SAMPLING_STATUS_TEXT },
-    dataviews: [...sampler.dataviews.keys()].sort(),
-  };
-}
-
-/** An fkm sampler's dataview in the shape of a dataview GET: one row per keyword (DESIGN 3.4). */
-function fkmDataviewView(fkm: FkmView) {
-  return {
-    columns: ["pattern", "severity", "matches", "lastMatchTime", "lastMatchText"],
-    rows: fkm.keywords.map((k) => ({
-      name: k.name,
-      cells: {
-        pattern: k.pattern,
-        severity: k.severity,
-        matches: String(k.matches),
-        lastMatchTime: k.lastMatchTime,
-        lastMatchText: k.lastMatchText,
-      },
-    })),
-    headlines: { samplingStatus: fkm.samplingStatus, messagesScanned: String(fkm.messagesScanned) },
-  };
-}
-
-/** The 400 for an empty dataview or row name in the path (`…/dataview/`). */
-function emptyName(what: "dataview" | "row", pattern: string): VigilError {
-  return new VigilError("BAD_REQUEST", {
-    detail: `The ${what} name in the path is empty; name the ${what}: …${pattern}.`,
-  });
 }
 
 /** The setup of a probe that has not heard from its gateway yet: no entities, default settings. */

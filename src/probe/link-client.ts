@@ -24,6 +24,9 @@ import {
   RETRY_AFTER_SECONDS,
 } from "../config/defaults.js";
 import { VigilError } from "../errors/catalog.js";
+import { Backoff } from "../flow/backoff.js";
+import { BoundedQueue } from "../flow/bounded-queue.js";
+import { CreditWindow } from "../flow/credit-window.js";
 import {
   type Change,
   CLOSE_HEARTBEAT_TIMEOUT,
@@ -32,30 +35,19 @@ import {
   CLOSE_PROTOCOL_ERROR,
   CLOSE_TOO_BIG,
   CLOSE_TOO_DEEP,
-  encodeCells,
   estimateChangeSize,
   type GatewayFrame,
   LINK_PROTOCOL_VERSION,
   type LinkErrorCode,
   type ProbeFrame,
   type ProbeParameters,
-  type WireRow,
-  type WireSeverities,
 } from "../link/protocol.js";
 import type { LinkClose, LinkConnector, LinkEnd } from "../link/transport.js";
 import { FrameError, parseGatewayFrame } from "../link/validate.js";
-import type { DataviewSnapshot } from "./dataview-model.js";
+import { StateCursor, type StateSnapshot } from "./state-cursor.js";
 
 export type WelcomeFrame = Extract<GatewayFrame, { type: "welcome" }>;
 export type SetupFrame = Extract<GatewayFrame, { type: "setup" }>;
-
-/**
- * A dataview of the probe's state as the link sends it: a custom dataview's snapshot, or a
- * sampler-made one (Streams Dataview, fkm) whose rows may carry the cell severities it sets.
- */
-export type StateSnapshot = Omit<DataviewSnapshot, "rows"> & {
-  readonly rows: readonly (DataviewSnapshot["rows"][number] & { readonly severities?: WireSeverities })[];
-};
 
 export interface LinkClientOptions {
   readonly probe: string;
@@ -97,11 +89,6 @@ export interface LinkClientStatus {
   readonly connections: number;
 }
 
-interface InFlight {
-  readonly seq: number;
-  readonly changes: number;
-}
-
 interface Session {
   readonly end: LinkEnd;
   phase: "handshake" | "syncing" | "up";
@@ -110,17 +97,12 @@ interface Session {
   helloParameters: ProbeParameters;
   /** New parameters wait for credit: the gateway counts them as a batch. */
   parametersDue: boolean;
-  nextSeq: number;
-  readonly inFlight: InFlight[];
+  /** Batches sent and not yet acknowledged, within the credit of the gateway's `welcome`. */
+  readonly window: CreditWindow;
   state: StateCursor | undefined;
   lastReceived: number;
   heartbeat: NodeJS.Timeout | undefined;
   welcomeTimer: NodeJS.Timeout | undefined;
-}
-
-interface Outgoing {
-  readonly change: Change;
-  readonly bytes: number;
 }
 
 /** Refusals that the next attempt, soon after, would meet again: retried after the longest delay. */
@@ -134,40 +116,38 @@ const RETRY_LATER: ReadonlySet<LinkErrorCode> = new Set([
 /** The probe's end of the link: start it once, hand it changes, stop it once. */
 export class ProbeLinkClient {
   private session: Session | undefined;
-  private readonly outgoing: Outgoing[] = [];
-  private outgoingHead = 0;
-  private outgoingBytes = 0;
+  /** Changes accepted and not yet sent; its waiters are the requests in `waitForCapacity`. */
+  private readonly outgoing: BoundedQueue<Change>;
+  /** Delays between connection attempts; counts the attempts since the last welcome. */
+  private readonly reconnect: Backoff;
   private pumpScheduled = false;
   private started = false;
   private stopped = false;
   private connecting = false;
   private retryTimer: NodeJS.Timeout | undefined;
-  private attempts = 0;
-  private nextDelayMs: number | undefined;
   /** Changes coalesced into a state since the process started, and since the last log line. */
   private coalescedTotal = 0;
-  /** Requests waiting in `waitForCapacity`. */
-  private capacityWaiters = 0;
   /** Whether a gateway ever welcomed this probe process (its next hello says `resumed`). */
   private everWelcomed = false;
   private coalescedPending = 0;
   private sentBatches = 0;
   private ackedBatches = 0;
   private connections = 0;
+  /** `stop` and its waits, woken by every link event. */
   private readonly waiters = new Set<() => void>();
   private readonly log: Logger;
-  private readonly maxChanges: number;
-  private readonly maxBytes: number;
-  private readonly minDelay: number;
-  private readonly maxDelay: number;
   private readonly welcomeTimeout: number;
 
   constructor(private readonly options: LinkClientOptions) {
     this.log = options.logger.child({ component: "probe-link", gatewayLink: options.connector.description });
-    this.maxChanges = options.maxOutgoingChanges ?? PROBE_OUTGOING_CHANGES;
-    this.maxBytes = options.maxOutgoingBytes ?? PROBE_OUTGOING_BYTES;
-    this.minDelay = options.reconnectMinMs ?? LINK_RECONNECT_MIN_MS;
-    this.maxDelay = options.reconnectMaxMs ?? LINK_RECONNECT_MAX_MS;
+    this.outgoing = new BoundedQueue({
+      maxItems: options.maxOutgoingChanges ?? PROBE_OUTGOING_CHANGES,
+      maxBytes: options.maxOutgoingBytes ?? PROBE_OUTGOING_BYTES,
+    });
+    this.reconnect = new Backoff({
+      initialMs: options.reconnectMinMs ?? LINK_RECONNECT_MIN_MS,
+      maxMs: options.reconnectMaxMs ?? LINK_RECONNECT_MAX_MS,
+    });
     this.welcomeTimeout = options.welcomeTimeoutMs ?? 3 * LINK_HEARTBEAT_MS;
   }
 
@@ -183,18 +163,17 @@ export class ProbeLinkClient {
    * changing the probe's memory, so a refused request changes nothing.
    */
   checkCapacity(): void {
-    const pending = this.outgoing.length - this.outgoingHead;
     if (this.hasCapacity()) return;
     throw new VigilError(
       "INGEST_BACKLOG",
-      { pending, limit: this.maxChanges },
+      { pending: this.outgoing.length, limit: this.outgoing.capacity },
       { headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } },
     );
   }
 
   /** Whether the outgoing buffer has room for another request's changes. */
   hasCapacity(): boolean {
-    return this.outgoing.length - this.outgoingHead < this.maxChanges && this.outgoingBytes < this.maxBytes;
+    return this.outgoing.hasRoom;
   }
 
   /**
@@ -204,13 +183,8 @@ export class ProbeLinkClient {
    * (each holds its body), the others get the 503 at once.
    */
   async waitForCapacity(maxWaitMs: number): Promise<void> {
-    if (!this.hasCapacity() && this.capacityWaiters < PROBE_BACKLOG_WAITERS) {
-      this.capacityWaiters += 1;
-      try {
-        await this.waitUntil(() => this.hasCapacity() || this.stopped, Date.now() + maxWaitMs);
-      } finally {
-        this.capacityWaiters -= 1;
-      }
+    if (!this.hasCapacity() && this.outgoing.waiting < PROBE_BACKLOG_WAITERS) {
+      await this.outgoing.whenRoom(maxWaitMs);
     }
     this.checkCapacity();
   }
@@ -224,11 +198,7 @@ export class ProbeLinkClient {
       this.coalescedPending += changes.length;
       return;
     }
-    for (const change of changes) {
-      const bytes = estimateChangeSize(change);
-      this.outgoing.push({ change, bytes });
-      this.outgoingBytes += bytes;
-    }
+    for (const change of changes) this.outgoing.push(change, estimateChangeSize(change));
     this.schedulePump();
   }
 
@@ -251,8 +221,8 @@ export class ProbeLinkClient {
     return {
       gateway: this.options.connector.description,
       state,
-      outgoing: this.outgoing.length - this.outgoingHead,
-      inFlightBatches: session?.inFlight.length ?? 0,
+      outgoing: this.outgoing.length,
+      inFlightBatches: session?.window.batches ?? 0,
       credit: session?.welcome?.credit ?? 0,
       sentBatches: this.sentBatches,
       ackedBatches: this.ackedBatches,
@@ -273,14 +243,16 @@ export class ProbeLinkClient {
     if (this.started && !this.delivered()) {
       this.log.warn(
         {
-          outgoing: this.outgoing.length - this.outgoingHead,
-          inFlightBatches: this.session?.inFlight.length ?? 0,
+          outgoing: this.outgoing.length,
+          inFlightBatches: this.session?.window.batches ?? 0,
           coalesced: this.coalescedPending,
         },
         "stopping before the gateway acknowledged every change",
       );
     }
     this.stopped = true;
+    // Requests waiting for room are answered now: nothing will be sent any more.
+    this.outgoing.close();
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     const session = this.session;
     if (session !== undefined && !session.closed) {
@@ -295,9 +267,9 @@ export class ProbeLinkClient {
   /** True when nothing handed to the link is left unacknowledged or undelivered. */
   private delivered(): boolean {
     const session = this.session;
-    const queued = this.outgoing.length - this.outgoingHead;
+    const queued = this.outgoing.length;
     if (session !== undefined && !session.closed && session.phase !== "handshake") {
-      return session.phase === "up" && queued === 0 && session.inFlight.length === 0;
+      return session.phase === "up" && queued === 0 && session.window.batches === 0;
     }
     // Down (or not welcomed yet): delivered only when nothing was coalesced since the last state.
     return queued === 0 && this.coalescedPending === 0;
@@ -312,8 +284,9 @@ export class ProbeLinkClient {
       end = await this.options.connector.connect();
     } catch (error) {
       this.connecting = false;
-      if (this.attempts === 0 || this.attempts % 10 === 0) {
-        this.log.warn({ err: error, attempts: this.attempts + 1 }, "cannot reach the gateway; retrying");
+      const attempts = this.reconnect.attempts;
+      if (attempts === 0 || attempts % 10 === 0) {
+        this.log.warn({ err: error, attempts: attempts + 1 }, "cannot reach the gateway; retrying");
       }
       this.retry();
       return;
@@ -335,8 +308,7 @@ export class ProbeLinkClient {
       welcome: undefined,
       helloParameters,
       parametersDue: false,
-      nextSeq: 1,
-      inFlight: [],
+      window: new CreditWindow(),
       state: undefined,
       lastReceived: Date.now(),
       heartbeat: undefined,
@@ -374,7 +346,7 @@ export class ProbeLinkClient {
         { gatewayVersion: version, version: LINK_PROTOCOL_VERSION },
         "the gateway speaks another probe link protocol version; retrying later",
       );
-      this.nextDelayMs = this.maxDelay;
+      this.reconnect.waitLongest();
       session.end.close(CLOSE_POLICY, "protocol version mismatch");
       return;
     }
@@ -408,13 +380,14 @@ export class ProbeLinkClient {
         return;
       case "error":
         this.log.warn({ code: frame.code, reason: frame.message }, "the gateway refused or ended the link");
-        if (RETRY_LATER.has(frame.code)) this.nextDelayMs = this.maxDelay;
+        if (RETRY_LATER.has(frame.code)) this.reconnect.waitLongest();
         return;
     }
   }
 
   private async welcomed(session: Session, welcome: WelcomeFrame): Promise<void> {
     session.welcome = welcome;
+    session.window.setCredit(welcome.credit);
     this.everWelcomed = true;
     if (session.welcomeTimer !== undefined) clearTimeout(session.welcomeTimer);
     try {
@@ -436,7 +409,7 @@ export class ProbeLinkClient {
       );
     }
     this.coalescedPending = 0;
-    this.attempts = 0;
+    this.reconnect.reset();
     this.log.info({ gateway: welcome.gateway, credit: welcome.credit }, "connected to the gateway");
     session.heartbeat = setInterval(() => this.beat(session), welcome.heartbeatMs);
     this.pump();
@@ -470,16 +443,12 @@ export class ProbeLinkClient {
   }
 
   private acked(session: Session, seq: number): void {
-    const first = session.inFlight[0];
-    const last = session.inFlight.at(-1);
-    if (first === undefined || last === undefined || seq < first.seq || seq > last.seq) {
+    const acked = session.window.ackThrough(seq);
+    if (acked < 0) {
       this.protocolError(session, `ack of batch ${seq}, which is not in flight`);
       return;
     }
-    while ((session.inFlight[0]?.seq ?? Number.POSITIVE_INFINITY) <= seq) {
-      session.inFlight.shift();
-      this.ackedBatches += 1;
-    }
+    this.ackedBatches += acked;
     this.pump();
     this.wake();
   }
@@ -498,13 +467,13 @@ export class ProbeLinkClient {
   private pump(): void {
     const session = this.session;
     if (session === undefined || session.closed || session.welcome === undefined) return;
-    const { credit, maxBatchChanges } = session.welcome;
-    while (session.inFlight.length < credit) {
+    const { maxBatchChanges } = session.welcome;
+    const window = session.window;
+    while (window.hasCredit) {
       if (session.parametersDue) {
         session.parametersDue = false;
-        const seq = session.nextSeq++;
+        const seq = window.open(0);
         this.send(session, { type: "parameters", seq, parameters: session.helloParameters });
-        session.inFlight.push({ seq, changes: 0 });
         this.sentBatches += 1;
         continue;
       }
@@ -512,9 +481,8 @@ export class ProbeLinkClient {
       if (session.phase === "syncing") {
         const state = session.state as StateCursor;
         const { items, last } = state.next(maxBatchChanges, LINK_BATCH_TARGET_BYTES);
-        const seq = session.nextSeq++;
+        const seq = window.open(0);
         this.send(session, { type: "state", seq, items, last });
-        session.inFlight.push({ seq, changes: 0 });
         this.sentBatches += 1;
         if (last) {
           session.phase = "up";
@@ -522,37 +490,13 @@ export class ProbeLinkClient {
         }
         continue;
       }
-      if (this.outgoingHead >= this.outgoing.length) break;
-      const changes: Change[] = [];
-      let bytes = 0;
-      while (
-        this.outgoingHead < this.outgoing.length &&
-        changes.length < maxBatchChanges &&
-        (changes.length === 0 || bytes < LINK_BATCH_TARGET_BYTES)
-      ) {
-        const next = this.outgoing[this.outgoingHead] as Outgoing;
-        this.outgoingHead += 1;
-        changes.push(next.change);
-        bytes += next.bytes;
-      }
-      this.outgoingBytes -= bytes;
-      this.compactOutgoing();
-      const seq = session.nextSeq++;
+      if (this.outgoing.length === 0) break;
+      const changes = this.outgoing.take(maxBatchChanges, LINK_BATCH_TARGET_BYTES);
+      const seq = window.open(changes.length);
       this.send(session, { type: "changes", seq, changes });
-      session.inFlight.push({ seq, changes: changes.length });
       this.sentBatches += 1;
     }
     this.wake();
-  }
-
-  private compactOutgoing(): void {
-    if (this.outgoingHead === this.outgoing.length) {
-      this.outgoing.length = 0;
-      this.outgoingHead = 0;
-    } else if (this.outgoingHead > 1024 && this.outgoingHead * 2 > this.outgoing.length) {
-      this.outgoing.splice(0, this.outgoingHead);
-      this.outgoingHead = 0;
-    }
   }
 
   private send(session: Session, frame: ProbeFrame): void {
@@ -573,12 +517,7 @@ export class ProbeLinkClient {
       return;
     }
     // What was queued or unacknowledged is in the probe's memory: the next state carries it.
-    let lost = this.outgoing.length - this.outgoingHead;
-    for (const batch of session.inFlight) lost += batch.changes;
-    session.inFlight.length = 0;
-    this.outgoing.length = 0;
-    this.outgoingHead = 0;
-    this.outgoingBytes = 0;
+    const lost = this.outgoing.clear() + session.window.clear();
     this.coalescedTotal += lost;
     this.coalescedPending += lost;
     const level = info.code === CLOSE_NORMAL && !wasUp ? "info" : "warn";
@@ -590,7 +529,7 @@ export class ProbeLinkClient {
         { code: info.code, reason: info.reason },
         "the gateway refused a frame of this probe's as too large or too deep (its limits section); retrying later",
       );
-      this.nextDelayMs = this.maxDelay;
+      this.reconnect.waitLongest();
     }
     this.wake();
     this.retry();
@@ -604,14 +543,11 @@ export class ProbeLinkClient {
 
   private retry(): void {
     if (this.stopped || this.retryTimer !== undefined) return;
-    const delay =
-      this.nextDelayMs ?? Math.min(this.maxDelay, this.minDelay * 2 ** Math.min(this.attempts, 20));
-    this.nextDelayMs = undefined;
-    this.attempts += 1;
-    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer = setTimeout(() => void this.connect(), this.reconnect.next());
   }
 
   private wake(): void {
+    this.outgoing.notify();
     for (const waiter of [...this.waiters]) waiter();
   }
 
@@ -629,78 +565,4 @@ export class ProbeLinkClient {
       this.waiters.delete(wake);
     }
   }
-}
-
-/**
- * Turns the probe's state into `state` items: per dataview, one `dataview` item with as many rows
- * as fit the batch's size budget, then `row` items for the rest, so no frame grows with the
- * dataview's size.
- */
-class StateCursor {
-  private dataview = 0;
-  private row = 0;
-  private headerSent = false;
-
-  constructor(private readonly snapshots: readonly StateSnapshot[]) {}
-
-  next(maxItems: number, targetBytes: number): { items: Change[]; last: boolean } {
-    const items: Change[] = [];
-    let bytes = 0;
-    while (items.length < maxItems && bytes < targetBytes && this.dataview < this.snapshots.length) {
-      const snapshot = this.snapshots[this.dataview] as StateSnapshot;
-      if (!this.headerSent) {
-        const rows: WireRow[] = [];
-        let size = 0;
-        for (const column of snapshot.columns) size += column.length + 3;
-        while (this.row < snapshot.rows.length && bytes + size < targetBytes) {
-          const row = snapshot.rows[this.row] as StateSnapshot["rows"][number];
-          const wire: WireRow = {
-            name: row.name,
-            cells: encodeCells(row.cells),
-            at: row.at,
-            ...(row.severities === undefined ? {} : { severities: row.severities }),
-          };
-          size += estimateRow(wire);
-          rows.push(wire);
-          this.row += 1;
-        }
-        items.push({
-          kind: "dataview",
-          dataview: snapshot.address,
-          at: snapshot.at,
-          plugin: snapshot.plugin,
-          columns: snapshot.columns,
-          rows,
-          headlines: snapshot.headlines,
-        });
-        bytes += size + 64;
-        this.headerSent = true;
-      } else if (this.row < snapshot.rows.length) {
-        const row = snapshot.rows[this.row] as StateSnapshot["rows"][number];
-        const change: Change = {
-          kind: "row",
-          dataview: snapshot.address,
-          at: row.at,
-          name: row.name,
-          cells: encodeCells(row.cells),
-          ...(row.severities === undefined ? {} : { severities: row.severities }),
-        };
-        bytes += estimateChangeSize(change);
-        items.push(change);
-        this.row += 1;
-      }
-      if (this.headerSent && this.row >= snapshot.rows.length) {
-        this.dataview += 1;
-        this.row = 0;
-        this.headerSent = false;
-      }
-    }
-    return { items, last: this.dataview >= this.snapshots.length };
-  }
-}
-
-function estimateRow(row: WireRow): number {
-  let size = row.name.length + 24;
-  for (const cell of row.cells) size += typeof cell === "string" ? cell.length + 3 : 4;
-  return size;
 }

@@ -15,6 +15,7 @@ import {
   RETRY_INITIAL_MS,
   RETRY_MAX_MS,
 } from "../../config/defaults.js";
+import { Backoff, backoffDelay } from "../../flow/backoff.js";
 import { displayUrl } from "./nats-stream.js";
 
 /** Unanswered pings after which the client takes the connection as lost. */
@@ -51,9 +52,12 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** The capped exponential back-off: `initial · 2^attempt`, at most `max` (attempt counts from 0). */
+/**
+ * The capped exponential back-off of `src/flow/backoff.ts` with the bus's defaults:
+ * `initial · 2^attempt`, at most `max` (attempt counts from 0).
+ */
 export function backoffMs(attempt: number, initial = RETRY_INITIAL_MS, max = RETRY_MAX_MS): number {
-  return Math.min(max, initial * 2 ** Math.min(attempt, 30));
+  return backoffDelay(attempt, { initialMs: initial, maxMs: max });
 }
 
 function messageOf(error: unknown): string {
@@ -164,7 +168,10 @@ export class NatsLink {
 
   private async run(): Promise<void> {
     const signal = this.abort.signal;
-    let attempt = 0;
+    const backoff = new Backoff({
+      initialMs: this.options.retryInitialMs ?? RETRY_INITIAL_MS,
+      maxMs: this.options.retryMaxMs ?? RETRY_MAX_MS,
+    });
     while (!signal.aborted) {
       let nc: NatsConnection;
       try {
@@ -189,15 +196,14 @@ export class NatsLink {
           this.log.warn({ err: error }, "cannot connect to NATS; retrying with back-off");
           this.setState("down");
         }
-        await sleep(backoffMs(attempt, this.options.retryInitialMs, this.options.retryMaxMs), signal);
-        attempt += 1;
+        await sleep(backoff.next(), signal);
         continue;
       }
       if (signal.aborted) {
         await nc.close().catch(() => undefined);
         return;
       }
-      attempt = 0;
+      backoff.reset();
       this.nc = nc;
       this.lastError = undefined;
       this.log.info("connected to NATS");

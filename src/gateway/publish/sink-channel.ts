@@ -9,6 +9,9 @@
  * order, with a capped exponential back-off; the channel is `failing` meanwhile, logs once when it
  * starts failing and once when it recovers, and never fails the publisher or another channel.
  * Consumers de-duplicate on the envelope ids, so sending a batch again is safe.
+ *
+ * The buffer, the window and the back-off are the shared parts of `src/flow/`; the channel keeps the
+ * order of failed batches and the failing/recovered state.
  */
 import type { Logger } from "pino";
 import type { Envelope } from "../../bus/envelope.js";
@@ -19,6 +22,9 @@ import {
   SINK_BUFFER_MESSAGES,
   SINK_WINDOW_BATCHES,
 } from "../../config/defaults.js";
+import { Backoff } from "../../flow/backoff.js";
+import { BoundedQueue } from "../../flow/bounded-queue.js";
+import { CreditWindow } from "../../flow/credit-window.js";
 import type { Sink } from "./sink.js";
 
 export interface SinkChannelOptions {
@@ -57,60 +63,60 @@ interface Batch {
 }
 
 export class SinkChannel {
-  private readonly capacity: number;
   private readonly maxBatch: number;
-  private readonly window: number;
-  private readonly retryInitialMs: number;
-  private readonly retryMaxMs: number;
   private readonly log: Logger;
 
-  /** Waiting messages, as the chunks they were offered in; `head` indexes into the first chunk. */
-  private readonly chunks: (readonly Envelope[])[] = [];
-  private head = 0;
-  private waiting = 0;
-  private inFlight = 0;
-  private inFlightMessages = 0;
+  /**
+   * Waiting messages; its bound (`bufferMessages`) also counts the messages in flight and those of
+   * failed batches, so room returns only when the sink has acknowledged them.
+   */
+  private readonly queue: BoundedQueue<Envelope>;
+  /** Batches sent and not yet settled: at most `windowBatches`, plus a retry's resend. */
+  private readonly window: CreditWindow;
+  /** Delays between resends of the failed batches; reset when the target recovers. */
+  private readonly backoff: Backoff;
   private nextOrder = 0;
   private readonly failed: Batch[] = [];
   private failing = false;
   private retrying = false;
-  private backoffMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private acknowledged = 0;
   private retries = 0;
   private abandoned = 0;
   private lastError: string | undefined;
-  private roomWaiters: (() => void)[] = [];
   private idleWaiters: (() => void)[] = [];
 
   constructor(
     readonly sink: Sink,
     options: SinkChannelOptions,
   ) {
-    this.capacity = options.bufferMessages ?? SINK_BUFFER_MESSAGES;
     this.maxBatch = options.maxBatch ?? MAX_BATCH_MESSAGES;
-    this.window = options.windowBatches ?? SINK_WINDOW_BATCHES;
-    this.retryInitialMs = options.retryInitialMs ?? RETRY_INITIAL_MS;
-    this.retryMaxMs = options.retryMaxMs ?? RETRY_MAX_MS;
-    this.backoffMs = this.retryInitialMs;
+    this.queue = new BoundedQueue({
+      maxItems: options.bufferMessages ?? SINK_BUFFER_MESSAGES,
+      held: () => this.window.units + this.failedMessages(),
+    });
+    this.window = new CreditWindow(options.windowBatches ?? SINK_WINDOW_BATCHES);
+    this.backoff = new Backoff({
+      initialMs: options.retryInitialMs ?? RETRY_INITIAL_MS,
+      maxMs: options.retryMaxMs ?? RETRY_MAX_MS,
+    });
     this.log = options.logger.child({ sink: sink.name });
   }
 
   /** Messages waiting or in flight (including failed batches awaiting their retry). */
   get buffered(): number {
-    return this.waiting + this.inFlightMessages + this.failed.reduce((n, b) => n + b.envelopes.length, 0);
+    return this.queue.size;
   }
 
   /** True while the buffer is below its capacity: the publisher may hand over more. */
   get hasRoom(): boolean {
-    return this.buffered < this.capacity;
+    return this.queue.hasRoom;
   }
 
-  /** Resolves when the channel has room again (at once when it has). */
+  /** Resolves when the channel has room again (at once when it has, or once it is closed). */
   whenRoom(): Promise<void> {
-    if (this.hasRoom || this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.roomWaiters.push(resolve));
+    return this.queue.whenRoom();
   }
 
   /**
@@ -120,8 +126,7 @@ export class SinkChannel {
   offer(envelopes: readonly Envelope[]): void {
     if (this.closed) throw new Error(`publish target ${this.sink.name} is closed`);
     if (envelopes.length === 0) return;
-    this.chunks.push(envelopes);
-    this.waiting += envelopes.length;
+    this.queue.pushAll(envelopes);
     this.pump();
   }
 
@@ -130,8 +135,8 @@ export class SinkChannel {
       name: this.sink.name,
       state: this.closed ? "closed" : this.failing ? "failing" : "ok",
       buffered: this.buffered,
-      capacity: this.capacity,
-      inFlightBatches: this.inFlight,
+      capacity: this.queue.capacity,
+      inFlightBatches: this.window.batches,
       acknowledged: this.acknowledged,
       retries: this.retries,
       abandoned: this.abandoned,
@@ -166,39 +171,27 @@ export class SinkChannel {
         "publish target did not take every message before the stop deadline; they were not delivered",
       );
     }
-    for (const wake of this.roomWaiters.splice(0)) wake();
+    this.queue.close();
     await this.sink.close().catch((error: unknown) => {
       this.log.error({ err: error }, "publish target failed to close");
     });
   }
 
-  private pump(): void {
-    while (!this.closed && !this.failing && this.inFlight < this.window && this.waiting > 0) {
-      this.send({ order: this.nextOrder++, envelopes: this.take() });
-    }
+  /** Messages of the failed batches awaiting their resend. */
+  private failedMessages(): number {
+    let n = 0;
+    for (const batch of this.failed) n += batch.envelopes.length;
+    return n;
   }
 
-  /** Takes up to maxBatch waiting envelopes, in order. */
-  private take(): Envelope[] {
-    const out: Envelope[] = [];
-    while (out.length < this.maxBatch && this.chunks.length > 0) {
-      const chunk = this.chunks[0];
-      if (chunk === undefined) break;
-      const n = Math.min(this.maxBatch - out.length, chunk.length - this.head);
-      for (let i = 0; i < n; i++) out.push(chunk[this.head + i] as Envelope);
-      this.head += n;
-      if (this.head >= chunk.length) {
-        this.chunks.shift();
-        this.head = 0;
-      }
+  private pump(): void {
+    while (!this.closed && !this.failing && this.window.hasCredit && this.queue.length > 0) {
+      this.send({ order: this.nextOrder++, envelopes: this.queue.take(this.maxBatch) });
     }
-    this.waiting -= out.length;
-    return out;
   }
 
   private send(batch: Batch): void {
-    this.inFlight += 1;
-    this.inFlightMessages += batch.envelopes.length;
+    const seq = this.window.open(batch.envelopes.length);
     let settled: Promise<void>;
     try {
       settled = this.sink.publish(batch.envelopes);
@@ -206,14 +199,13 @@ export class SinkChannel {
       settled = Promise.reject(error);
     }
     settled.then(
-      () => this.settle(batch, undefined),
-      (error: unknown) => this.settle(batch, error ?? new Error("publish failed")),
+      () => this.settle(seq, batch, undefined),
+      (error: unknown) => this.settle(seq, batch, error ?? new Error("publish failed")),
     );
   }
 
-  private settle(batch: Batch, error: unknown): void {
-    this.inFlight -= 1;
-    this.inFlightMessages -= batch.envelopes.length;
+  private settle(seq: number, batch: Batch, error: unknown): void {
+    this.window.settle(seq);
     if (error === undefined) {
       this.acknowledged += batch.envelopes.length;
     } else {
@@ -235,46 +227,41 @@ export class SinkChannel {
 
   /** Once nothing is in flight, resends the failed batches in order after the back-off. */
   private scheduleRetry(): void {
-    if (this.retrying || this.inFlight > 0 || this.closed) return;
+    if (this.retrying || this.window.batches > 0 || this.closed) return;
     this.retrying = true;
-    const delay = this.backoffMs;
-    this.backoffMs = Math.min(this.retryMaxMs, this.backoffMs * 2);
-    this.retryTimer = setTimeout(() => void this.retryFailed(), delay);
+    this.retryTimer = setTimeout(() => void this.retryFailed(), this.backoff.next());
   }
 
   private async retryFailed(): Promise<void> {
     while (!this.closed && this.failed.length > 0) {
       const batch = this.failed[0] as Batch;
       this.retries += 1;
-      this.inFlight += 1;
-      this.inFlightMessages += batch.envelopes.length;
+      const seq = this.window.open(batch.envelopes.length);
       try {
         await this.sink.publish(batch.envelopes);
         this.failed.shift();
         this.acknowledged += batch.envelopes.length;
       } catch (error) {
         this.lastError = error instanceof Error ? error.message : String(error);
-        this.inFlight -= 1;
-        this.inFlightMessages -= batch.envelopes.length;
+        this.window.settle(seq);
         this.retrying = false;
         this.scheduleRetry();
         return;
       }
-      this.inFlight -= 1;
-      this.inFlightMessages -= batch.envelopes.length;
+      this.window.settle(seq);
       this.wake();
     }
     this.retrying = false;
     if (this.closed) return;
     this.failing = false;
-    this.backoffMs = this.retryInitialMs;
+    this.backoff.reset();
     this.log.info({ retries: this.retries }, "publish target recovered");
     this.pump();
     this.wake();
   }
 
   private wake(): void {
-    if (this.hasRoom) for (const wake of this.roomWaiters.splice(0)) wake();
+    this.queue.notify();
     if (this.buffered === 0) for (const wake of this.idleWaiters.splice(0)) wake();
   }
 }

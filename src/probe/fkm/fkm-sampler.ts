@@ -19,7 +19,7 @@ import { encodeCells } from "../../link/protocol.js";
 import type { Severity } from "../../messages/types.js";
 import { compilePattern, type Pattern, PatternError } from "../../text/pattern.js";
 import { publishedNames } from "../dataview-model.js";
-import type { StateSnapshot } from "../link-client.js";
+import type { StateSnapshot } from "../state-cursor.js";
 import type { StreamMessage } from "../streams/stream-buffer.js";
 import { cellText, messageText } from "./match-text.js";
 

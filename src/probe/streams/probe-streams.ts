@@ -22,8 +22,8 @@ import { DEFAULT_DATA_LIMITS } from "../../limits/data-limits.js";
 import type { Change, ProbeLimits } from "../../link/protocol.js";
 import { FkmSamplerState, type FkmView } from "../fkm/fkm-sampler.js";
 import { type SampleScheduler, timerScheduler } from "../fkm/sample-scheduler.js";
-import type { StateSnapshot } from "../link-client.js";
 import type { SamplerRegistry, SamplerState } from "../sampler-registry.js";
+import type { StateSnapshot } from "../state-cursor.js";
 import { SamplerStreams, STREAMS_DATAVIEW_NAME, type StreamsView } from "./sampler-streams.js";
 import type { StreamCounters, StreamMessage } from "./stream-buffer.js";
 

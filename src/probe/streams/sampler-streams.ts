@@ -11,7 +11,7 @@
  */
 import type { Change, DataviewAddress, WireHeadlines } from "../../link/protocol.js";
 import { encodeCells } from "../../link/protocol.js";
-import type { StateSnapshot } from "../link-client.js";
+import type { StateSnapshot } from "../state-cursor.js";
 import { StreamBuffer, type StreamCounters, type StreamMessage } from "./stream-buffer.js";
 
 /** The reserved name of the dataview that shows a sampler's streams (seed B rule 7). */
