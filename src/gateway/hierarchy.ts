@@ -35,8 +35,7 @@ import {
   tableMessage,
 } from "./message-builders.js";
 import { type DataviewTarget, itemOf } from "./severity/item-target.js";
-import type { ItemLookup } from "./severity/item-views.js";
-import type { FoundItem } from "./severity/severity-tree.js";
+import type { FoundItem, ItemLookup } from "./severity/item-views.js";
 
 type Parameters = ProbeParameters & { readonly ConState: string };
 

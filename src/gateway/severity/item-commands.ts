@@ -173,12 +173,42 @@ export class ItemCommands {
     return undefined;
   }
 
-  /** The node of an existing item, made when it has none yet (an untargeted cell, a quiet probe). */
+  /**
+   * The node of an existing item, made (with those above it) when it has none yet: an untargeted
+   * cell, a quiet probe; what the hierarchy knows of it (osType, plug-in, value) is noted.
+   */
   private resolve(target: EventTarget): Node {
-    const found = this.existing(target);
-    if (found !== undefined) return found;
+    const existing = this.existing(target);
+    if (existing !== undefined) return existing;
+    const tree = this.publication.tree;
     const item = itemOf(target);
-    return this.publication.tree.nodeFor(item, this.lookup.find(item.target) ?? {});
+    const found = this.lookup.find(item.target) ?? {};
+    if (item.level === "gateway") return tree.root;
+    const probe = tree.probeNode(item.target.probe);
+    if (item.level === "probe") {
+      if (found.osType !== undefined) probe.osType = found.osType;
+      return probe;
+    }
+    const { gateway, managedEntity } = item.target;
+    const me = tree.child(probe, {
+      level: "managedEntity",
+      target: { gateway, probe: item.target.probe, managedEntity },
+    });
+    if (item.level === "managedEntity") return me;
+    const { type, sampler: samplerName } = item.target;
+    const samplerTarget = { gateway, probe: item.target.probe, managedEntity, type, sampler: samplerName };
+    const sampler = tree.child(me, { level: "sampler", target: samplerTarget });
+    if (found.plugin !== undefined) sampler.plugin = found.plugin;
+    if (item.level === "sampler") return sampler;
+    const dataviewTarget = { ...samplerTarget, dataview: item.target.dataview };
+    const dataview = tree.child(sampler, { level: "dataview", target: dataviewTarget });
+    if (item.level === "dataview") return dataview;
+    if (item.level === "headline") {
+      const node = tree.child(dataview, item);
+      node.value = found.value ?? "";
+      return node;
+    }
+    return tree.cell(dataview, dataviewTarget, item.target.row, item.target.column, found.value ?? "");
   }
 
   /** Fills the conditions a period implies and checks they apply to the item. */

@@ -8,14 +8,7 @@ import type { EventTarget, Severity } from "../../messages/types.js";
 import type { AssignmentState, SnoozeState } from "./event-messages.js";
 import type { ItemStates } from "./item-states.js";
 import { type Item, itemKey, itemOf, parentItem } from "./item-target.js";
-import {
-  type FoundItem,
-  isLeaf,
-  type Node,
-  type SeverityTree,
-  snoozedParents,
-  targetOf,
-} from "./severity-tree.js";
+import { isLeaf, type Node, type SeverityTree, snoozedParents, targetOf } from "./severity-tree.js";
 
 /** The state of one item, as `GET /v1/items` and the commands answer it (DESIGN 4.2). */
 export interface ItemView {
@@ -38,7 +31,14 @@ type AssignmentView = Omit<AssignmentState, "at" | "untilTime"> & {
   readonly untilTime?: string;
 };
 
-/** What the views ask the hierarchy about items the tree holds no node for. */
+/** What the hierarchy knows of an item the tree has no node for (its value, osType, plug-in). */
+export interface FoundItem {
+  readonly value?: string;
+  readonly osType?: string;
+  readonly plugin?: string;
+}
+
+/** What the views and commands ask the hierarchy about items the tree holds no node for. */
 export interface ItemLookup {
   /** The item, when it exists: a cell's or headline's value, the probe's osType, the plug-in. */
   find(target: EventTarget): FoundItem | undefined;

@@ -3,10 +3,11 @@
  * the severity stage of the gateway's pipeline (link server → hierarchy → severity → publisher).
  *
  * The engine watches the metrics messages the hierarchy publishes and keeps a tree of the items
- * that have a severity or a state (severity-tree.ts): cells and headlines that rules (rules.ts)
- * or their sampler target, and every item above one of them; an untargeted cell costs nothing
- * until someone snoozes or assigns it. Work is proportional to the change: a table message
- * evaluates the cells of its row, and a leaf's change reaches the gateway in O(depth).
+ * that have a severity or a state (severity-tree.ts): cells and headlines that rules or their
+ * sampler target (dataview-evaluation.ts, rules.ts), and every item above one of them; an
+ * untargeted cell costs nothing until someone snoozes or assigns it. Work is proportional to the
+ * change: a table message evaluates the cells of its row, and a leaf's change reaches the gateway
+ * in O(depth).
  *
  * - One `severity` `update` per change of an item's severity, with the previously published
  *   value (publication.ts); while a probe's state arrives after a (re)connect its items are held
@@ -27,14 +28,15 @@ import type {
   PublicV2Message,
   Severity,
 } from "../../messages/types.js";
+import { DataviewEvaluation } from "./dataview-evaluation.js";
 import { assignMessage, snoozeOnMessage } from "./event-messages.js";
 import { type AssignCommand, type CommandResult, ItemCommands, type SnoozeCommand } from "./item-commands.js";
 import { type EngineState, ItemStates } from "./item-states.js";
 import { type DataviewTarget, itemKey, keyUnderProbe } from "./item-target.js";
 import { type ItemLookup, type ItemView, ItemViews } from "./item-views.js";
 import { Publication, SYSTEM } from "./publication.js";
-import { candidates, type DataviewRules, evaluateCandidates, RuleBook, SEVERITY_RANK } from "./rules.js";
-import { type Node, type SeverityTree, targetOf } from "./severity-tree.js";
+import { RuleBook } from "./rules.js";
+import { type SeverityTree, targetOf } from "./severity-tree.js";
 
 /** Cell severities a sampler set on a row (fkm `matches`), looked up when its table message is seen. */
 export type SamplerSeverities = (
@@ -66,6 +68,7 @@ export class SeverityEngine {
   private readonly publication: Publication;
   private readonly tree: SeverityTree;
   private readonly commands: ItemCommands;
+  private readonly evaluation: DataviewEvaluation;
   /** Every message type: a new one fails to compile until the engine says what it does with it. */
   private readonly observers: Observers = {
     probe: (message, reevaluate) => this.probe(message, reevaluate),
@@ -85,6 +88,7 @@ export class SeverityEngine {
     this.states = new ItemStates(options.maxStates, options.restored);
     this.publication = new Publication(options.gateway, this.states);
     this.tree = this.publication.tree;
+    this.evaluation = new DataviewEvaluation(this.publication, this.rules);
     const views = new ItemViews(this.tree, this.states, options.lookup);
     this.commands = new ItemCommands(options.gateway, this.publication, this.states, views, options.lookup);
   }
@@ -276,7 +280,7 @@ export class SeverityEngine {
       return;
     }
     const dataview = this.tree.dataviewNode(names, message.data.target.filter.pluginName);
-    this.headlines(dataview, names, message.data.row);
+    this.evaluation.headlines(dataview, names, message.data.row);
   }
 
   private table(message: MessageOf<"table">): void {
@@ -289,77 +293,12 @@ export class SeverityEngine {
     }
     const dataview = this.tree.dataviewNode(names, t.filter.pluginName);
     const severities = this.samplerSeverities?.(t.probe, names, t.row);
-    this.cells(dataview, names, t.row, message.data.row, severities);
+    this.evaluation.cells(dataview, names, t.row, message.data.row, severities);
   }
 
   /** The dataview a metrics message is of. */
   private dataviewOf(t: MetricsTarget): DataviewTarget {
     const { probe, managedEntity, type, sampler, dataview } = t;
     return { gateway: this.gatewayName, probe, managedEntity, type, sampler, dataview };
-  }
-
-  private rulesOf(dataview: Node, names: DataviewTarget): DataviewRules {
-    const rules = this.rules.forDataview(names, dataview.rules);
-    dataview.rules = rules;
-    return rules;
-  }
-
-  private headlines(dataview: Node, names: DataviewTarget, row: Readonly<Record<string, string>>): void {
-    const rules = this.rulesOf(dataview, names);
-    for (const [name, node] of dataview.children) if (row[name] === undefined) this.tree.remove(node);
-    for (const name in row) {
-      const value = row[name] as string;
-      const list = candidates(rules.headlines, rules.byHeadline, name);
-      const existing = dataview.children.get(name);
-      if (list.length === 0 && existing === undefined) continue;
-      const evaluated = evaluateCandidates(list, undefined, value);
-      const node =
-        existing ?? this.tree.child(dataview, { level: "headline", target: { ...names, column: name } });
-      this.leaf(node, evaluated, value);
-    }
-  }
-
-  private cells(
-    dataview: Node,
-    names: DataviewTarget,
-    rowName: string,
-    row: Readonly<Record<string, string>>,
-    severities: WireSeverities | undefined,
-  ): void {
-    const rules = this.rulesOf(dataview, names);
-    const rows = dataview.rows as Map<string, Map<string, Node>>;
-    let cells = rows.get(rowName);
-    if (cells !== undefined)
-      for (const [column, node] of cells) if (row[column] === undefined) this.tree.remove(node);
-    if (rules.cells.length === 0 && severities === undefined && cells === undefined) return;
-    for (const column in row) {
-      const value = row[column] as string;
-      const list = candidates(rules.cells, rules.byColumn, column);
-      let sampler: Severity | undefined;
-      if (severities !== undefined) for (const [c, s] of severities) if (c === column) sampler = s;
-      const existing = cells?.get(column);
-      if (existing === undefined && sampler === undefined && !list.some((r) => r.row(rowName))) continue;
-      let evaluated = evaluateCandidates(list, rowName, value);
-      if (sampler !== undefined && SEVERITY_RANK[sampler] > SEVERITY_RANK[evaluated]) evaluated = sampler;
-      let node = existing;
-      if (node === undefined) {
-        if (cells === undefined) {
-          cells = new Map();
-          rows.set(rowName, cells);
-        }
-        node = this.tree.cell(dataview, cells, names, rowName, column);
-      }
-      this.leaf(node, evaluated, value);
-    }
-  }
-
-  /** A cell's or headline's new evaluation and value. */
-  private leaf(node: Node, evaluated: Severity, value: string): void {
-    const before = node.value;
-    node.value = value;
-    node.evaluated = evaluated;
-    this.publication.valueChanged(node, before, value);
-    this.tree.setSeverity(node, this.tree.leafSeverity(node));
-    this.tree.collect(node);
   }
 }

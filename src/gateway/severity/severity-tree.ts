@@ -63,13 +63,6 @@ export interface TreeHooks {
   removed(node: Node): void;
 }
 
-/** What the hierarchy knows of an item the tree has no node for (its value, osType, plug-in). */
-export interface FoundItem {
-  readonly value?: string;
-  readonly osType?: string;
-  readonly plugin?: string;
-}
-
 /** The levels whose items are made by `child` (the probe and the cells have their own). */
 type ChildItem = ItemOf<"managedEntity" | "sampler" | "dataview" | "headline">;
 
@@ -164,13 +157,20 @@ export class SeverityTree {
     return node;
   }
 
-  /** A new cell of a dataview's row (the caller knows it has none). */
-  cell(dataview: Node, cells: Map<string, Node>, target: DataviewTarget, row: string, column: string): Node {
+  /** A new cell of a dataview's row (the caller knows it has none), with its value when known. */
+  cell(dataview: Node, target: DataviewTarget, row: string, column: string, value?: string): Node {
+    const rows = dataview.rows as Map<string, Map<string, Node>>;
+    let cells = rows.get(row);
+    if (cells === undefined) {
+      cells = new Map();
+      rows.set(row, cells);
+    }
     const node = this.makeNode(
       { level: "cell", target: { ...target, row, column } },
       dataview,
       dataview.probe,
     );
+    node.value = value;
     cells.set(column, node);
     this.attach(node);
     return node;
@@ -209,51 +209,6 @@ export class SeverityTree {
     dv.plugin = plugin;
     this.lastDataview = dv;
     return dv;
-  }
-
-  /**
-   * The node of an existing item, made (with those above it) when it has none yet: an untargeted
-   * cell, a quiet probe. `found` is what the hierarchy knows of it.
-   */
-  nodeFor(item: Item, found: FoundItem): Node {
-    if (item.level === "gateway") return this.root;
-    const probe = this.probeNode(item.target.probe);
-    if (item.level === "probe") {
-      if (found.osType !== undefined) probe.osType = found.osType;
-      return probe;
-    }
-    const { gateway, managedEntity } = item.target;
-    const me = this.child(probe, {
-      level: "managedEntity",
-      target: { gateway, probe: item.target.probe, managedEntity },
-    });
-    if (item.level === "managedEntity") return me;
-    const { type, sampler: samplerName } = item.target;
-    const samplerTarget = { gateway, probe: item.target.probe, managedEntity, type, sampler: samplerName };
-    const sampler = this.child(me, { level: "sampler", target: samplerTarget });
-    if (found.plugin !== undefined) sampler.plugin = found.plugin;
-    if (item.level === "sampler") return sampler;
-    const dataview = this.child(sampler, {
-      level: "dataview",
-      target: { ...samplerTarget, dataview: item.target.dataview },
-    });
-    if (item.level === "dataview") return dataview;
-    if (item.level === "headline") {
-      const node = this.child(dataview, item);
-      node.value = found.value ?? "";
-      return node;
-    }
-    const rows = dataview.rows as Map<string, Map<string, Node>>;
-    let cells = rows.get(item.target.row);
-    if (cells === undefined) {
-      cells = new Map();
-      rows.set(item.target.row, cells);
-    }
-    const node = this.makeNode({ level: "cell", target: item.target }, dataview, dataview.probe);
-    node.value = found.value ?? "";
-    cells.set(item.target.column, node);
-    this.attach(node);
-    return node;
   }
 
   /** Removes an item and everything below it (the item is gone; its snooze and assignment stay). */
