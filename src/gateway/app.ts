@@ -3,9 +3,14 @@
  * (WebSocket at LINK_PATH on its port, or in-process for `vigil up`), turns what they send into
  * public-v2 messages and hands them to the publisher. `buildGateway()` returns an unstarted
  * service (STYLE 3); the publisher is built and closed by the caller.
+ *
+ * The gateway is a pipeline, each stage a part with its own small interface, wired here:
+ * link server (`LinkServer`, probe frames) → hierarchy (`Hierarchy`, metrics messages) →
+ * severity (`SeverityEngine`, event messages; joined to the hierarchy by `GatewayModel`) →
+ * publisher. Beside it: the commands and item views (`registerCommandRoutes`, on the severity
+ * stage) and the state files (`GatewayStateFiles`, from the severity stage's kept state).
  */
 import type { IncomingMessage } from "node:http";
-import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -13,8 +18,6 @@ import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import {
   DEFAULT_GATEWAY_HOST,
-  GATEWAY_SEVERITIES_FILE,
-  GATEWAY_STATE_FILE,
   LINK_MAX_UNAUTHENTICATED,
   METRICS_PATH,
   RETRY_AFTER_SECONDS,
@@ -46,12 +49,14 @@ import {
   tokenGrant,
 } from "./gateway-auth.js";
 import { registerGatewayMetrics } from "./gateway-metrics.js";
+import { GatewayModel } from "./gateway-model.js";
 import { Hierarchy } from "./hierarchy.js";
 import { LinkAuthenticator, refuseUpgrade } from "./link-auth.js";
 import { LinkServer, type LinkStatus } from "./link-server.js";
 import type { Publisher } from "./publish/publisher.js";
-import type { SeverityEngine } from "./severity/severity-engine.js";
-import { readGatewayState, StateKeeper } from "./state/state-file.js";
+import { keptForProbes } from "./severity/item-states.js";
+import { SeverityEngine } from "./severity/severity-engine.js";
+import { GatewayStateFiles, readGatewayState } from "./state/state-file.js";
 
 /** What each gateway URL needs with security on (DESIGN 5.4a); `/v1/healthcheck` stays open. */
 const GATEWAY_BEARER_RULES: readonly BearerRule[] = [
@@ -149,54 +154,24 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const dataDir = options.dataDir;
   const kept = dataDir === undefined ? undefined : readGatewayState(dataDir, setup.gateway.name, log);
   // Severities of probes the setup no longer has would never be published again: dropped.
-  const probes = new Set(setup.probes.map((p) => p.name));
   const restored =
-    kept === undefined
-      ? undefined
-      : {
-          ...kept,
-          severities: kept.severities.filter(([key]) => {
-            try {
-              const probe = (JSON.parse(key) as unknown[])[0];
-              return probe === null || probes.has(String(probe));
-            } catch {
-              return false; // not a key this gateway wrote
-            }
-          }),
-        };
-  const hierarchy = new Hierarchy(setup.gateway, setup.probes, {
+    kept === undefined ? undefined : keptForProbes(kept, new Set(setup.probes.map((p) => p.name)));
+
+  // The pipeline: link server → hierarchy → severity → publisher.
+  const hierarchy = new Hierarchy(setup.gateway, setup.probes);
+  const severity = new SeverityEngine({
+    gateway: setup.gateway.name,
     rules: setup.rules,
+    lookup: hierarchy,
+    samplerSeverities: (probe, target, row) => hierarchy.samplerSeverities(probe, target, row),
     ...(restored === undefined ? {} : { restored }),
   });
-  const events = hierarchy.events as SeverityEngine;
-  // Snoozes and assignments are written at every command; severities at most every second.
-  const keepers =
-    dataDir === undefined
-      ? undefined
-      : {
-          states: new StateKeeper(
-            join(dataDir, GATEWAY_STATE_FILE),
-            setup.gateway.name,
-            () => events.exportStates(),
-            log,
-          ),
-          severities: new StateKeeper(
-            join(dataDir, GATEWAY_SEVERITIES_FILE),
-            setup.gateway.name,
-            () => events.exportSeverities(),
-            log,
-          ),
-        };
-  const noteChanges = (): void => {
-    const dirty = events.takeDirty();
-    if (dirty.states) keepers?.states.saveSoon();
-    if (dirty.severities) keepers?.severities.saveSoon();
-  };
+  const model = new GatewayModel(hierarchy, severity);
+  const stateFiles = new GatewayStateFiles(dataDir, setup.gateway.name, severity, log);
   let ticker: NodeJS.Timeout | undefined;
   const tick = async (): Promise<void> => {
-    publisher.publish(events.tick(clock()));
-    noteChanges();
-    await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
+    publisher.publish(severity.tick(clock()));
+    await stateFiles.flush();
   };
   const memory = new MemoryProtection("gateway", () => setup.gateway.memoryProtection);
   const { maxUnauthenticated = LINK_MAX_UNAUTHENTICATED, ...linkTuning } = options.linkTuning ?? {};
@@ -204,7 +179,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const limitRefusals = new LimitRefusals(log);
   const links = new LinkServer({
     setup: () => setup,
-    hierarchy,
+    model,
     publisher,
     memory,
     logger: log,
@@ -286,18 +261,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
       memory: memory.reading(),
       publisher: publisher.status(),
       tap: { clients: taps.size, dropped: tapDropped },
-      events: events.stats(),
+      events: severity.stats(),
     }),
   });
 
   registerCommandRoutes(http, {
-    engine: events,
+    engine: severity,
     gateway: () => setup.gateway.name,
     publish: (messages) => publisher.publish(messages),
-    persist: async () => {
-      noteChanges();
-      await keepers?.states.flush();
-    },
+    persist: () => stateFiles.flushStates(),
     clock,
     subject: (request) => tokenGrant(request.raw)?.sub,
   });
@@ -424,10 +396,10 @@ export function buildGateway(options: GatewayOptions): Gateway {
         log.warn({ settings: ["gateway.port"] }, "setup changes that need a gateway restart to take effect");
       }
       setup = next;
-      publisher.publish(hierarchy.updateSetup(next.gateway, next.probes, Date.now()));
+      publisher.publish(model.updateSetup(next.gateway, next.probes, Date.now()));
       // New rules are evaluated at once over what the gateway holds (DESIGN 4.1).
       if (JSON.stringify(next.rules) !== JSON.stringify(before.rules)) {
-        publisher.publish(hierarchy.updateRules(next.rules, clock()));
+        publisher.publish(model.updateRules(next.rules, clock()));
         log.info({ rules: next.rules.length }, "rules changed; severities evaluated again");
       }
       linkAuth.update(next.linkSecrets);
@@ -440,7 +412,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     async start(port = setup.gateway.port, host = DEFAULT_GATEWAY_HOST) {
       const url = await listen(http, port, host, tls === undefined ? "http" : "https");
       // Current state republished on start (DESIGN 4.3): the gateway's severity, snoozes, assignments.
-      publisher.publish(events.snapshot(clock()));
+      publisher.publish(severity.snapshot(clock()));
       ticker = setInterval(() => {
         tick().catch((error: unknown) => log.error({ err: error }, "gateway tick failed"));
       }, STATE_SAVE_INTERVAL_MS);
@@ -462,8 +434,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       for (const client of wss.clients) client.terminate();
       await http.close();
       // The severities the last links changed (`Down` included) are kept for the next run.
-      noteChanges();
-      await Promise.all([keepers?.states.flush(), keepers?.severities.flush()]);
+      await stateFiles.flush();
     },
     links: () => links.status(),
     tick,

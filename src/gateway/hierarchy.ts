@@ -15,17 +15,28 @@
  * Changes for items the probe's setup does not have, or beyond its bounds, are refused and counted
  * (a probe never sends them; a wrong one must not grow the gateway).
  */
-import { DEFAULT_ROW_LIMIT, GATEWAY_MAX_DATAVIEWS_PER_SAMPLER } from "../config/defaults.js";
-import type { GatewaySetup, ProbeSetup, RuleSetup, SamplerSetup } from "../config/setup.js";
+import { GATEWAY_MAX_DATAVIEWS_PER_SAMPLER } from "../config/defaults.js";
+import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
 import {
   type Change,
   type DataviewAddress,
   decodeCells,
   type ProbeParameters,
-  type WireHeadlines,
   type WireSeverities,
 } from "../link/protocol.js";
 import type { EventTarget, Operation, PublicV2Message } from "../messages/types.js";
+import {
+  type DataviewRecord,
+  dataviewKeyOf,
+  headlinesObject,
+  maxRowsOf,
+  type RowRecord,
+  rowObject,
+  sameHeadlines,
+  sameParameters,
+  sameRow,
+  samplerKeyOf,
+} from "./hierarchy-records.js";
 import {
   headlineMessage,
   iso,
@@ -34,34 +45,10 @@ import {
   probeMessage,
   tableMessage,
 } from "./message-builders.js";
-import {
-  type EngineState,
-  type FoundItem,
-  type ItemLookup,
-  SeverityEngine,
-} from "./severity/severity-engine.js";
+import { type DataviewTarget, itemOf } from "./severity/item-target.js";
+import type { FoundItem, ItemLookup } from "./severity/item-views.js";
 
 type Parameters = ProbeParameters & { readonly ConState: string };
-
-interface RowRecord {
-  /** The dataview's columns when the row was last written (its published columns). */
-  readonly columns: readonly string[];
-  /** Values in that column order, possibly shorter (the rest are blank). */
-  readonly cells: readonly string[];
-  readonly at: number;
-  /** Cell severities its sampler set (fkm `matches`, DESIGN 3.4). */
-  readonly severities?: WireSeverities | undefined;
-}
-
-interface DataviewRecord {
-  readonly address: DataviewAddress;
-  readonly samplerKey: string;
-  plugin: string;
-  columns: readonly string[];
-  readonly rows: Map<string, RowRecord>;
-  headlines: WireHeadlines;
-  headlinesAt: number;
-}
 
 interface SamplerInfo {
   readonly maxRows: number;
@@ -92,120 +79,64 @@ export interface Applied {
   readonly rejected: number;
 }
 
-const samplerKeyOf = (managedEntity: string, sampler: string, type: string): string =>
-  JSON.stringify([managedEntity, sampler, type]);
-
-const dataviewKeyOf = (a: DataviewAddress): string =>
-  JSON.stringify([a.managedEntity, a.sampler, a.samplerType, a.dataview]);
-
-function sameParameters(a: ProbeParameters, b: ProbeParameters): boolean {
-  return (
-    a.osType === b.osType &&
-    a.HostName === b.HostName &&
-    a.Port === b.Port &&
-    a.OS === b.OS &&
-    a.Version === b.Version
-  );
+/** Result of a batch of a probe's state: with its first batch, the probe's state began to arrive. */
+export interface StateApplied extends Applied {
+  /** Set by the first batch of a state, with the probe's osType. */
+  readonly began?: { readonly osType: string };
 }
 
-function sameHeadlines(a: WireHeadlines, b: WireHeadlines): boolean {
-  return a.length === b.length && a.every(([name, value], i) => b[i]?.[0] === name && b[i]?.[1] === value);
+/** One batch from a probe's link being applied: its probe, the instant published, the messages made. */
+interface Batch {
+  readonly record: ProbeRecord;
+  readonly now: string;
+  readonly out: PublicV2Message[];
 }
 
-/** A row's published content, blanks left out (a blank cell and a missing column read the same). */
-function content(row: RowRecord): Map<string, string> {
-  const out = new Map<string, string>();
-  row.columns.forEach((column, i) => {
-    const value = row.cells[i] ?? "";
-    if (value !== "") out.set(column, value);
-  });
-  return out;
+/** A dataview of a probe's state as it arrives: the rows it holds so far. */
+interface DataviewSync {
+  readonly dataview: DataviewRecord;
+  readonly seen: Set<string>;
 }
 
-/** Whether two rows publish the same values (a new blank column is no difference). */
-function sameRow(a: RowRecord, b: RowRecord): boolean {
-  const sameColumns =
-    a.columns === b.columns ||
-    (a.columns.length === b.columns.length && a.columns.every((c, i) => b.columns[i] === c));
-  if (sameColumns) {
-    const n = Math.max(a.cells.length, b.cells.length);
-    for (let i = 0; i < n; i += 1) if ((a.cells[i] ?? "") !== (b.cells[i] ?? "")) return false;
-    return true;
-  }
-  const left = content(a);
-  const right = content(b);
-  if (left.size !== right.size) return false;
-  for (const [column, value] of left) if (right.get(column) !== value) return false;
-  return true;
+/** The change of one kind, e.g. `ChangeOf<"row">`. */
+type ChangeOf<K extends Change["kind"]> = Extract<Change, { kind: K }>;
+
+/** How an item of a probe's state of one kind is applied; false when it is refused. */
+type SyncHandler<C extends Change> = (batch: Batch, sync: Map<string, Set<string>>, item: C) => boolean;
+type SyncHandlers = { readonly [K in Change["kind"]]: SyncHandler<ChangeOf<K>> };
+
+/** The dataview a live change names, as the gateway holds it, and the change's time as published. */
+interface LiveDataview {
+  readonly key: string;
+  readonly dataview: DataviewRecord | undefined;
+  readonly probeTime: string;
 }
 
-/**
- * Row templates by columns array: null once the columns were seen, a template from the second
- * time on (a dataview's rows share their columns array until its columns change).
- */
-const rowTemplates = new WeakMap<readonly string[], object | null>();
+/** How a live change of one kind is applied; false when it is refused. */
+type LiveHandler<C extends Change> = (batch: Batch, change: C, live: LiveDataview) => boolean;
+type LiveHandlers = { readonly [K in Change["kind"]]: LiveHandler<ChangeOf<K>> };
 
-/**
- * A prototype-less record of a row, for one message (column names are data). Such a record made
- * key by key is a dictionary, slow to build and to walk (the schema check, the sinks): from the
- * second row with the same columns it is a copy of a template with those keys, which V8 keeps in
- * its fast form, then its prototype removed. Same keys, order and values either way.
- */
-function rowObject(row: RowRecord): Record<string, string> {
-  const { columns, cells } = row;
-  let template = rowTemplates.get(columns);
-  if (template === null) {
-    template = templateOf(columns);
-    rowTemplates.set(columns, template);
-  } else if (template === undefined) rowTemplates.set(columns, null);
-  let out: Record<string, string>;
-  if (template === undefined) out = Object.create(null);
-  else {
-    out = { ...template };
-    Object.setPrototypeOf(out, null);
-  }
-  for (let i = 0; i < columns.length; i += 1) out[columns[i] as string] = cells[i] ?? "";
-  return out;
-}
-
-/** An object with the keys `columns` in their order, as JSON.parse builds it (own data properties). */
-function templateOf(columns: readonly string[]): object {
-  const keys: Record<string, string> = Object.create(null);
-  for (const column of columns) keys[column] = "";
-  return JSON.parse(JSON.stringify(keys)) as object;
-}
-
-function headlinesObject(headlines: WireHeadlines): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  for (const [name, value] of headlines) out[name] = value;
-  return out;
-}
-
-function maxRowsOf(sampler: SamplerSetup, gateway: GatewaySetup): number {
-  if (sampler.plugin === "fkm") return Math.max(sampler.keywords.length, DEFAULT_ROW_LIMIT);
-  return gateway.customDataviewMaxRows > 0 ? gateway.customDataviewMaxRows : sampler.rowLimit;
-}
-
-/** Severity, snooze and assignment events (DESIGN 4.1–4.2): the rules and the state kept from the last run. */
-export interface HierarchyEvents {
-  readonly rules: readonly RuleSetup[];
-  readonly restored?: EngineState;
+/** A row of a probe's state. */
+interface SyncedRow {
+  readonly name: string;
+  readonly cells: readonly string[];
+  readonly at: number;
+  readonly severities: WireSeverities | undefined;
 }
 
 /**
  * The gateway's view of every probe of its setup; each method returns the messages to publish.
- * With `events`, the severity engine (src/gateway/severity) watches those messages and adds its
- * `severity`, `snooze` and `userassignment` messages after their causes.
+ * It is the hierarchy stage of the gateway's pipeline (link server → hierarchy → severity →
+ * publisher, `gateway-model.ts`), and answers the severity stage's questions about items
+ * (`ItemLookup`, `samplerSeverities`).
  */
 export class Hierarchy implements ItemLookup {
   private readonly probes = new Map<string, ProbeRecord>();
   /** Changes refused since start (unknown sampler or dataview, beyond a bound). */
   rejected = 0;
-  /** The severity engine, when the hierarchy was built with `events`. */
-  readonly events: SeverityEngine | undefined;
   /**
    * Set once any row is stored with cell severities (only sampler-made dataviews have them): until
-   * then the engine's per-row question for them has the answer "none" without a lookup.
+   * then the severity stage's per-row question for them has the answer "none" without a lookup.
    */
   private severitiesSeen = false;
   /** The last instant turned into an ISO string and that string: a batch's changes share instants. */
@@ -218,18 +149,7 @@ export class Hierarchy implements ItemLookup {
   constructor(
     private gateway: GatewaySetup,
     probes: readonly ProbeSetup[],
-    events?: HierarchyEvents,
   ) {
-    this.events =
-      events === undefined
-        ? undefined
-        : new SeverityEngine({
-            gateway: gateway.name,
-            rules: events.rules,
-            lookup: this,
-            samplerSeverities: (probe, t, row) => this.rowSeverities(probe, t, row),
-            ...(events.restored === undefined ? {} : { restored: events.restored }),
-          });
     for (const setup of probes) {
       this.probes.set(setup.name, {
         setup,
@@ -271,10 +191,7 @@ export class Hierarchy implements ItemLookup {
     if (published === undefined || published.ConState !== "Up" || record.sync !== undefined) return [];
     if (sameParameters(published, parameters)) return [];
     record.published = { ...parameters, ConState: "Up" };
-    return this.observed(
-      [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))],
-      nowMs,
-    );
+    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
   }
 
   /**
@@ -282,59 +199,45 @@ export class Hierarchy implements ItemLookup {
    * probe and its managed entities; each item is compared with what the gateway had; the last
    * batch deletes what the probe no longer holds.
    */
-  state(probe: string, items: readonly Change[], last: boolean, nowMs: number): Applied {
+  state(probe: string, items: readonly Change[], last: boolean, nowMs: number): StateApplied {
     const record = this.record(probe);
-    const now = iso(nowMs);
-    const messages: PublicV2Message[] = [];
+    const batch: Batch = { record, now: iso(nowMs), out: [] };
     let rejected = 0;
+    let began: StateApplied["began"];
     if (record.sync === undefined) {
       record.sync = new Map();
-      const osType = record.parameters?.osType ?? "";
-      if (this.events !== undefined) messages.push(...this.events.beginSync(probe, osType, nowMs));
-      messages.push(...this.announce(record, now));
+      began = { osType: record.parameters?.osType ?? "" };
+      batch.out.push(...this.announce(record, batch.now));
     }
     const sync = record.sync;
-    for (const item of items) {
-      const ok =
-        item.kind === "dataview"
-          ? this.syncDataview(record, sync, item, now, messages)
-          : item.kind === "row"
-            ? this.syncRow(record, sync, item, now, messages)
-            : false;
-      if (!ok) rejected += 1;
-    }
+    for (const item of items) if (!this.syncItem(batch, sync, item)) rejected += 1;
     if (last) {
+      const { now, out } = batch;
       for (const [key, dataview] of record.dataviews) {
         const seen = sync.get(key);
         if (seen === undefined) {
-          this.dropDataview(record, key, dataview, now, iso(dataview.headlinesAt), messages);
+          this.dropDataview(batch, key, dataview, iso(dataview.headlinesAt));
           continue;
         }
         for (const [name, row] of dataview.rows) {
           if (seen.has(name)) continue;
           dataview.rows.delete(name);
-          messages.push(
-            tableMessage("delete", this.context(record, dataview), name, rowObject(row), now, now),
-          );
+          out.push(tableMessage("delete", this.context(record, dataview), name, rowObject(row), now, now));
         }
       }
       record.sync = undefined;
     }
     this.rejected += rejected;
-    const out = this.observed(messages, nowMs);
-    if (last && this.events !== undefined) out.push(...this.events.endSync(probe, nowMs));
-    return { messages: out, rejected };
+    return { messages: batch.out, rejected, ...(began === undefined ? {} : { began }) };
   }
 
   /** A batch of live changes, each applied in time proportional to its size. */
   changes(probe: string, changes: readonly Change[], nowMs: number): Applied {
-    const record = this.record(probe);
-    const now = iso(nowMs);
-    const messages: PublicV2Message[] = [];
+    const batch: Batch = { record: this.record(probe), now: iso(nowMs), out: [] };
     let rejected = 0;
-    for (const change of changes) if (!this.applyChange(record, change, now, messages)) rejected += 1;
+    for (const change of changes) if (!this.applyChange(batch, change)) rejected += 1;
     this.rejected += rejected;
-    return { messages: this.observed(messages, nowMs), rejected };
+    return { messages: batch.out, rejected };
   }
 
   /** The probe's link is gone (lost or `bye`): `probe update` with `ConState: Down`. */
@@ -345,10 +248,7 @@ export class Hierarchy implements ItemLookup {
     const published = record.published;
     if (published === undefined || published.ConState === "Down") return [];
     record.published = { ...published, ConState: "Down" };
-    return this.observed(
-      [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))],
-      nowMs,
-    );
+    return [probeMessage("update", this.gateway.name, probe, record.published, iso(nowMs))];
   }
 
   /**
@@ -363,7 +263,7 @@ export class Hierarchy implements ItemLookup {
     for (const [name, record] of this.probes) {
       if (next.has(name)) continue;
       for (const [key, dataview] of record.dataviews)
-        this.dropDataview(record, key, dataview, now, now, messages);
+        this.dropDataview({ record, now, out: messages }, key, dataview, now);
       if (record.published !== undefined) {
         for (const entity of record.setup.managedEntities) {
           messages.push(
@@ -394,92 +294,78 @@ export class Hierarchy implements ItemLookup {
       // Dataviews of samplers that went are deleted (the probe drops them too).
       for (const [key, dataview] of record.dataviews) {
         const sampler = record.samplers.get(dataview.samplerKey);
-        if (sampler === undefined) this.dropDataview(record, key, dataview, now, now, messages);
+        if (sampler === undefined) this.dropDataview({ record, now, out: messages }, key, dataview, now);
         else sampler.dataviews += 1;
       }
     }
-    return this.observed(messages, nowMs);
+    return messages;
   }
 
-  /**
-   * New rules (setup reload): every row and headline is evaluated again at once; returns the
-   * severity messages of the items whose severity changed.
-   */
-  updateRules(rules: readonly RuleSetup[], nowMs: number): PublicV2Message[] {
-    if (this.events === undefined) return [];
-    this.events.setRules(rules);
-    const current = this.snapshot(nowMs).filter((m) => m.type === "headline" || m.type === "table");
-    return this.events.observe(current, nowMs, true);
-  }
-
-  /** The messages with the events they cause, when events are on. */
-  private observed(messages: PublicV2Message[], nowMs: number): PublicV2Message[] {
-    if (this.events === undefined || messages.length === 0) return messages;
-    return this.events.observe(messages, nowMs);
-  }
-
-  // ---- ItemLookup (the severity engine and `GET /v1/items`) --------------------------------------
+  // ---- ItemLookup (the severity stage and `GET /v1/items`) --------------------------------------
 
   find(target: EventTarget): FoundItem | undefined {
     if (target.gateway !== this.gateway.name) return undefined;
-    if (target.probe === undefined) return {};
-    const record = this.probes.get(target.probe);
+    const item = itemOf(target);
+    if (item.level === "gateway") return {};
+    const record = this.probes.get(item.target.probe);
     if (record === undefined) return undefined;
     const osType = record.published?.osType ?? record.parameters?.osType;
-    if (target.managedEntity === undefined) return osType === undefined ? {} : { osType };
-    const entity = record.setup.managedEntities.find((e) => e.name === target.managedEntity);
+    if (item.level === "probe") return osType === undefined ? {} : { osType };
+    const entity = record.setup.managedEntities.find((e) => e.name === item.target.managedEntity);
     if (entity === undefined) return undefined;
-    if (target.sampler === undefined) return {};
-    const sampler = entity.samplers.find((s) => s.name === target.sampler && s.type === target.type);
+    if (item.level === "managedEntity") return {};
+    const { sampler: name, type } = item.target;
+    const sampler = entity.samplers.find((s) => s.name === name && s.type === type);
     if (sampler === undefined) return undefined;
-    if (target.dataview === undefined) return { plugin: sampler.plugin };
+    if (item.level === "sampler") return { plugin: sampler.plugin };
     const dataview = record.dataviews.get(
       dataviewKeyOf({
         managedEntity: entity.name,
         sampler: sampler.name,
         samplerType: sampler.type,
-        dataview: target.dataview,
+        dataview: item.target.dataview,
       }),
     );
     if (dataview === undefined) return undefined;
-    if (target.column === undefined) return { plugin: dataview.plugin };
-    if (target.row === undefined) {
-      const headline = dataview.headlines.find(([name]) => name === target.column);
+    if (item.level === "dataview") return { plugin: dataview.plugin };
+    const { column } = item.target;
+    if (item.level === "headline") {
+      const headline = dataview.headlines.find(([name]) => name === column);
       return headline === undefined ? undefined : { plugin: dataview.plugin, value: headline[1] };
     }
-    const row = dataview.rows.get(target.row);
-    const index = row?.columns.indexOf(target.column) ?? -1;
+    const row = dataview.rows.get(item.target.row);
+    const index = row?.columns.indexOf(column) ?? -1;
     if (row === undefined || index < 0) return undefined;
     return { plugin: dataview.plugin, value: row.cells[index] ?? "" };
   }
 
   children(target: EventTarget): EventTarget[] {
     const gateway = this.gateway.name;
-    if (target.probe === undefined) return [...this.probes.keys()].map((probe) => ({ gateway, probe }));
-    const record = this.probes.get(target.probe);
+    const item = itemOf(target);
+    if (item.level === "gateway") return [...this.probes.keys()].map((probe) => ({ gateway, probe }));
+    const record = this.probes.get(item.target.probe);
     if (record === undefined) return [];
     const probe = record.setup.name;
-    if (target.managedEntity === undefined)
+    if (item.level === "probe")
       return record.setup.managedEntities.map((e) => ({ gateway, probe, managedEntity: e.name }));
-    const entity = record.setup.managedEntities.find((e) => e.name === target.managedEntity);
+    const entity = record.setup.managedEntities.find((e) => e.name === item.target.managedEntity);
     if (entity === undefined) return [];
     const managedEntity = entity.name;
-    if (target.sampler === undefined)
+    if (item.level === "managedEntity")
       return entity.samplers.map((s) => ({ gateway, probe, managedEntity, type: s.type, sampler: s.name }));
-    const type = target.type ?? "";
-    const sampler = target.sampler;
-    if (target.dataview === undefined) {
+    const { type, sampler } = item.target;
+    if (item.level === "sampler") {
       const key = samplerKeyOf(managedEntity, sampler, type);
       return [...record.dataviews.values()]
         .filter((d) => d.samplerKey === key)
         .map((d) => ({ gateway, probe, managedEntity, type, sampler, dataview: d.address.dataview }));
     }
-    if (target.column !== undefined) return [];
+    if (item.level !== "dataview") return [];
     const dataview = record.dataviews.get(
-      dataviewKeyOf({ managedEntity, sampler, samplerType: type, dataview: target.dataview }),
+      dataviewKeyOf({ managedEntity, sampler, samplerType: type, dataview: item.target.dataview }),
     );
     if (dataview === undefined) return [];
-    const base = { gateway, probe, managedEntity, type, sampler, dataview: target.dataview };
+    const base = { gateway, probe, managedEntity, type, sampler, dataview: item.target.dataview };
     const out: EventTarget[] = dataview.headlines.map(([column]) => ({ ...base, column }));
     for (const [row, record] of dataview.rows)
       for (const column of record.columns) out.push({ ...base, row, column });
@@ -525,12 +411,8 @@ export class Hierarchy implements ItemLookup {
     return { probes: this.probes.size, dataviews, rows, rejected: this.rejected };
   }
 
-  /** The cell severities the sampler set on a row (the engine asks for every table message). */
-  private rowSeverities(
-    probe: string,
-    t: { managedEntity: string; sampler: string; type: string; dataview: string },
-    row: string,
-  ): WireSeverities | undefined {
+  /** The cell severities the sampler set on a row (the severity stage asks for every table message). */
+  samplerSeverities(probe: string, t: DataviewTarget, row: string): WireSeverities | undefined {
     if (!this.severitiesSeen) return undefined;
     const key = dataviewKeyOf({
       managedEntity: t.managedEntity,
@@ -635,7 +517,7 @@ export class Hierarchy implements ItemLookup {
     }
     for (const [key, dataview] of record.dataviews) {
       if (before.has(dataview.address.managedEntity)) {
-        this.dropDataview(record, key, dataview, now, now, out);
+        this.dropDataview({ record, now, out }, key, dataview, now);
       }
     }
     for (const entity of before.values()) {
@@ -702,14 +584,9 @@ export class Hierarchy implements ItemLookup {
     return dataview;
   }
 
-  private dropDataview(
-    record: ProbeRecord,
-    key: string,
-    dataview: DataviewRecord,
-    now: string,
-    probeTime: string,
-    out: PublicV2Message[],
-  ): void {
+  /** Deletes a dataview with its rows and headlines (`probeTime`: the time its messages carry). */
+  private dropDataview(batch: Batch, key: string, dataview: DataviewRecord, probeTime: string): void {
+    const { record, now, out } = batch;
     const context = this.context(record, dataview);
     for (const [name, row] of dataview.rows)
       out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
@@ -719,14 +596,25 @@ export class Hierarchy implements ItemLookup {
     if (sampler !== undefined) sampler.dataviews = Math.max(0, sampler.dataviews - 1);
   }
 
+  /**
+   * The items of a probe's state by kind: a whole dataview, then further rows of it; a live kind
+   * in a state is refused. Every kind is here: a new one fails to compile until it is handled.
+   */
+  private readonly syncItems: SyncHandlers = {
+    dataview: (batch, sync, item) => this.syncDataview(batch, sync, item),
+    row: (batch, sync, item) => this.syncRow(batch, sync, item),
+    rowDelete: () => false,
+    dataviewDelete: () => false,
+    headlines: () => false,
+  };
+
+  private syncItem(batch: Batch, sync: Map<string, Set<string>>, item: Change): boolean {
+    return (this.syncItems[item.kind] as SyncHandler<Change>)(batch, sync, item);
+  }
+
   /** A whole dataview in the probe's state: snapshot when unchanged, else the differences. */
-  private syncDataview(
-    record: ProbeRecord,
-    sync: Map<string, Set<string>>,
-    item: Extract<Change, { kind: "dataview" }>,
-    now: string,
-    out: PublicV2Message[],
-  ): boolean {
+  private syncDataview(batch: Batch, sync: Map<string, Set<string>>, item: ChangeOf<"dataview">): boolean {
+    const { record, now, out } = batch;
     const key = dataviewKeyOf(item.dataview);
     let dataview = record.dataviews.get(key);
     const seen = new Set<string>();
@@ -756,30 +644,21 @@ export class Hierarchy implements ItemLookup {
         ),
       );
     }
+    const target: DataviewSync = { dataview, seen };
     for (const row of item.rows) {
-      this.syncOneRow(
-        record,
-        dataview,
-        seen,
-        row.name,
-        decodeCells(row.cells, item.columns.length),
-        row.at ?? item.at,
-        now,
-        out,
-        row.severities,
-      );
+      this.syncOneRow(batch, target, {
+        name: row.name,
+        cells: decodeCells(row.cells, item.columns.length),
+        at: row.at ?? item.at,
+        severities: row.severities,
+      });
     }
     return true;
   }
 
   /** A further row of a dataview in the probe's state (after its `dataview` item). */
-  private syncRow(
-    record: ProbeRecord,
-    sync: Map<string, Set<string>>,
-    item: Extract<Change, { kind: "row" }>,
-    now: string,
-    out: PublicV2Message[],
-  ): boolean {
+  private syncRow(batch: Batch, sync: Map<string, Set<string>>, item: ChangeOf<"row">): boolean {
+    const { record } = batch;
     const key = dataviewKeyOf(item.dataview);
     const dataview = record.dataviews.get(key);
     const seen = sync.get(key);
@@ -787,30 +666,23 @@ export class Hierarchy implements ItemLookup {
     const sampler = this.samplerFor(record, item.dataview);
     if (!seen.has(item.name) && seen.size >= (sampler?.maxRows ?? 0)) return false;
     this.syncOneRow(
-      record,
-      dataview,
-      seen,
-      item.name,
-      decodeCells(item.cells, dataview.columns.length),
-      item.at,
-      now,
-      out,
-      item.severities,
+      batch,
+      { dataview, seen },
+      {
+        name: item.name,
+        cells: decodeCells(item.cells, dataview.columns.length),
+        at: item.at,
+        severities: item.severities,
+      },
     );
     return true;
   }
 
-  private syncOneRow(
-    record: ProbeRecord,
-    dataview: DataviewRecord,
-    seen: Set<string>,
-    name: string,
-    cells: readonly string[],
-    at: number,
-    now: string,
-    out: PublicV2Message[],
-    severities: WireSeverities | undefined,
-  ): void {
+  /** One row of the probe's state: `snapshot` when unchanged, else `create`/`update`. */
+  private syncOneRow(batch: Batch, target: DataviewSync, synced: SyncedRow): void {
+    const { record, now, out } = batch;
+    const { dataview, seen } = target;
+    const { name, cells, at, severities } = synced;
     seen.add(name);
     if (severities !== undefined) this.severitiesSeen = true;
     const row: RowRecord = { columns: dataview.columns, cells, at, severities };
@@ -827,122 +699,148 @@ export class Hierarchy implements ItemLookup {
     out.push(tableMessage(operation, this.context(record, dataview), name, rowObject(row), now, iso(at)));
   }
 
-  /** One live change; false when it was refused. */
-  private applyChange(record: ProbeRecord, change: Change, now: string, out: PublicV2Message[]): boolean {
-    const key = this.keyOf(change.dataview);
-    const dataview = record.dataviews.get(key);
-    const probeTime = this.isoOf(change.at);
-    switch (change.kind) {
-      case "row": {
-        if (dataview === undefined) return false;
-        const exists = dataview.rows.get(change.name);
-        // The row bound is asked only of a new row (an update never grows the dataview).
-        if (
-          exists === undefined &&
-          dataview.rows.size >= (this.samplerFor(record, change.dataview)?.maxRows ?? 0)
-        )
-          return false;
-        if (change.columns !== undefined) dataview.columns = change.columns;
-        if (change.severities !== undefined) this.severitiesSeen = true;
-        const row: RowRecord = {
-          columns: dataview.columns,
-          cells: decodeCells(change.cells, dataview.columns.length),
-          at: change.at,
-          severities: change.severities,
-        };
-        dataview.rows.set(change.name, row);
-        out.push(
-          tableMessage(
-            exists === undefined ? "create" : "update",
-            this.context(record, dataview),
-            change.name,
-            rowObject(row),
-            now,
-            probeTime,
-          ),
-        );
-        return true;
-      }
-      case "rowDelete": {
-        const row = dataview?.rows.get(change.name);
-        if (dataview === undefined || row === undefined) return true;
-        dataview.rows.delete(change.name);
-        out.push(
-          tableMessage("delete", this.context(record, dataview), change.name, rowObject(row), now, probeTime),
-        );
-        return true;
-      }
-      case "dataview": {
-        if (dataview === undefined) {
-          const created = this.newDataview(record, change, key);
-          if (created === undefined) return false;
-          const context = this.context(record, created);
-          out.push(headlineMessage("create", context, headlinesObject(change.headlines), now, probeTime));
-          for (const wire of change.rows) {
-            const row: RowRecord = {
-              columns: change.columns,
-              cells: decodeCells(wire.cells, change.columns.length),
-              at: change.at,
-              severities: wire.severities,
-            };
-            if (wire.severities !== undefined) this.severitiesSeen = true;
-            created.rows.set(wire.name, row);
-            out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
-          }
-          return true;
-        }
-        const sampler = this.samplerFor(record, change.dataview);
-        if (sampler === undefined || change.rows.length > sampler.maxRows) return false;
-        dataview.plugin = change.plugin;
-        dataview.columns = change.columns;
-        const context = this.context(record, dataview);
-        if (!sameHeadlines(dataview.headlines, change.headlines)) {
-          out.push(headlineMessage("update", context, headlinesObject(change.headlines), now, probeTime));
-        }
+  /** Live changes by kind; each handler answers false when it refused the change. */
+  private readonly liveChanges: LiveHandlers = {
+    row: (batch, change, live) => this.liveRow(batch, change, live),
+    rowDelete: (batch, change, live) => {
+      const { dataview } = live;
+      const row = dataview?.rows.get(change.name);
+      if (dataview === undefined || row === undefined) return true;
+      dataview.rows.delete(change.name);
+      batch.out.push(
+        tableMessage(
+          "delete",
+          this.context(batch.record, dataview),
+          change.name,
+          rowObject(row),
+          batch.now,
+          live.probeTime,
+        ),
+      );
+      return true;
+    },
+    dataview: (batch, change, live) => this.liveDataview(batch, change, live),
+    dataviewDelete: (batch, _change, live) => {
+      if (live.dataview !== undefined) this.dropDataview(batch, live.key, live.dataview, live.probeTime);
+      return true;
+    },
+    headlines: (batch, change, live) => {
+      const { dataview } = live;
+      if (dataview === undefined) return false;
+      if (!sameHeadlines(dataview.headlines, change.headlines)) {
         dataview.headlines = change.headlines;
         dataview.headlinesAt = change.at;
-        const names = new Set(change.rows.map((row) => row.name));
-        for (const [name, row] of dataview.rows) {
-          if (names.has(name)) continue;
-          dataview.rows.delete(name);
-          out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
-        }
-        for (const wire of change.rows) {
-          const row: RowRecord = {
-            columns: change.columns,
-            cells: decodeCells(wire.cells, change.columns.length),
-            at: change.at,
-            severities: wire.severities,
-          };
-          if (wire.severities !== undefined) this.severitiesSeen = true;
-          const existed = dataview.rows.has(wire.name);
-          dataview.rows.set(wire.name, row);
-          out.push(
-            tableMessage(existed ? "update" : "create", context, wire.name, rowObject(row), now, probeTime),
-          );
-        }
-        return true;
+        batch.out.push(
+          headlineMessage(
+            "update",
+            this.context(batch.record, dataview),
+            headlinesObject(change.headlines),
+            batch.now,
+            live.probeTime,
+          ),
+        );
       }
-      case "dataviewDelete":
-        if (dataview !== undefined) this.dropDataview(record, key, dataview, now, probeTime, out);
-        return true;
-      case "headlines": {
-        if (dataview === undefined) return false;
-        if (!sameHeadlines(dataview.headlines, change.headlines)) {
-          dataview.headlines = change.headlines;
-          dataview.headlinesAt = change.at;
-          out.push(
-            headlineMessage(
-              "update",
-              this.context(record, dataview),
-              headlinesObject(change.headlines),
-              now,
-              probeTime,
-            ),
-          );
-        }
-        return true;
+      return true;
+    },
+  };
+
+  /** One live change; false when it was refused. */
+  private applyChange(batch: Batch, change: Change): boolean {
+    const key = this.keyOf(change.dataview);
+    const live: LiveDataview = {
+      key,
+      dataview: batch.record.dataviews.get(key),
+      probeTime: this.isoOf(change.at),
+    };
+    return (this.liveChanges[change.kind] as LiveHandler<Change>)(batch, change, live);
+  }
+
+  /** A row written: `create` for a new row (within the sampler's row bound), else `update`. */
+  private liveRow(batch: Batch, change: ChangeOf<"row">, live: LiveDataview): boolean {
+    const { record, now, out } = batch;
+    const { dataview } = live;
+    if (dataview === undefined) return false;
+    const exists = dataview.rows.get(change.name);
+    // The row bound is asked only of a new row (an update never grows the dataview).
+    if (
+      exists === undefined &&
+      dataview.rows.size >= (this.samplerFor(record, change.dataview)?.maxRows ?? 0)
+    )
+      return false;
+    if (change.columns !== undefined) dataview.columns = change.columns;
+    if (change.severities !== undefined) this.severitiesSeen = true;
+    const row: RowRecord = {
+      columns: dataview.columns,
+      cells: decodeCells(change.cells, dataview.columns.length),
+      at: change.at,
+      severities: change.severities,
+    };
+    dataview.rows.set(change.name, row);
+    out.push(
+      tableMessage(
+        exists === undefined ? "create" : "update",
+        this.context(record, dataview),
+        change.name,
+        rowObject(row),
+        now,
+        live.probeTime,
+      ),
+    );
+    return true;
+  }
+
+  /** A whole dataview: created with its rows, or replaced (rows it no longer has are deleted). */
+  private liveDataview(batch: Batch, change: ChangeOf<"dataview">, live: LiveDataview): boolean {
+    const { record, now, out } = batch;
+    const { key, dataview, probeTime } = live;
+    if (dataview === undefined) {
+      const created = this.newDataview(record, change, key);
+      if (created === undefined) return false;
+      const context = this.context(record, created);
+      out.push(headlineMessage("create", context, headlinesObject(change.headlines), now, probeTime));
+      for (const wire of change.rows) {
+        const row: RowRecord = {
+          columns: change.columns,
+          cells: decodeCells(wire.cells, change.columns.length),
+          at: change.at,
+          severities: wire.severities,
+        };
+        if (wire.severities !== undefined) this.severitiesSeen = true;
+        created.rows.set(wire.name, row);
+        out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
       }
+      return true;
     }
+    const sampler = this.samplerFor(record, change.dataview);
+    if (sampler === undefined || change.rows.length > sampler.maxRows) return false;
+    dataview.plugin = change.plugin;
+    dataview.columns = change.columns;
+    const context = this.context(record, dataview);
+    if (!sameHeadlines(dataview.headlines, change.headlines)) {
+      out.push(headlineMessage("update", context, headlinesObject(change.headlines), now, probeTime));
+    }
+    dataview.headlines = change.headlines;
+    dataview.headlinesAt = change.at;
+    const names = new Set(change.rows.map((row) => row.name));
+    for (const [name, row] of dataview.rows) {
+      if (names.has(name)) continue;
+      dataview.rows.delete(name);
+      out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
+    }
+    for (const wire of change.rows) {
+      const row: RowRecord = {
+        columns: change.columns,
+        cells: decodeCells(wire.cells, change.columns.length),
+        at: change.at,
+        severities: wire.severities,
+      };
+      if (wire.severities !== undefined) this.severitiesSeen = true;
+      const existed = dataview.rows.has(wire.name);
+      dataview.rows.set(wire.name, row);
+      out.push(
+        tableMessage(existed ? "update" : "create", context, wire.name, rowObject(row), now, probeTime),
+      );
+    }
+    return true;
   }
 }

@@ -24,10 +24,11 @@ import {
   LINK_HELLO_TIMEOUT_MS,
   MEMORY_CHECK_INTERVAL_MS,
 } from "../config/defaults.js";
-import type { DeploymentSetup } from "../config/setup.js";
+import type { DeploymentSetup, ProbeSetup } from "../config/setup.js";
 import type { MemoryProtection } from "../http/memory-protection.js";
 import type { LimitRefusals } from "../limits/limit-refusals.js";
 import {
+  type Change,
   CLOSE_GOING_AWAY,
   CLOSE_HEARTBEAT_TIMEOUT,
   CLOSE_HELLO_TIMEOUT,
@@ -41,6 +42,7 @@ import {
   LINK_PROTOCOL_VERSION,
   type LinkErrorCode,
   type ProbeFrame,
+  type ProbeParameters,
   probeLimits,
 } from "../link/protocol.js";
 import type { LinkClose, LinkEnd } from "../link/transport.js";
@@ -52,7 +54,7 @@ import {
   parseProbeFrame,
 } from "../link/validate.js";
 import type { PublicV2Message } from "../messages/types.js";
-import type { Hierarchy } from "./hierarchy.js";
+import type { Applied } from "./hierarchy.js";
 import { type LinkRefusalReason, LinkRefusals } from "./link-refusals.js";
 
 /** Binary frames: `ws` and the WebSocket end close them with 1003. */
@@ -73,9 +75,24 @@ export interface LinkPublisher {
   whenReady(): Promise<void>;
 }
 
+/**
+ * What the link server drives, the next stage of the gateway's pipeline: the hierarchy, followed
+ * by the severity stage in a gateway (`GatewayModel`). Each method returns the messages to publish.
+ */
+export interface LinkModel {
+  /** The setup of a probe, undefined when the setup has none of that name. */
+  probeSetup(probe: string): ProbeSetup | undefined;
+  hello(probe: string, parameters: ProbeParameters, resumed: boolean): void;
+  parameters(probe: string, parameters: ProbeParameters, nowMs: number): PublicV2Message[];
+  state(probe: string, items: readonly Change[], last: boolean, nowMs: number): Applied;
+  changes(probe: string, changes: readonly Change[], nowMs: number): Applied;
+  /** The probe's link is gone (lost or `bye`). */
+  down(probe: string, nowMs: number): PublicV2Message[];
+}
+
 export interface LinkServerOptions {
   readonly setup: () => DeploymentSetup;
-  readonly hierarchy: Hierarchy;
+  readonly model: LinkModel;
   readonly publisher: LinkPublisher;
   readonly memory: MemoryProtection;
   readonly logger: Logger;
@@ -132,6 +149,12 @@ interface Session {
   rejectedChanges: number;
   coalesced: number;
 }
+
+/** The frame of one type, e.g. `FrameOf<"bye">`. */
+type FrameOf<T extends ProbeFrame["type"]> = Extract<ProbeFrame, { type: T }>;
+/** How a linked session takes a frame of one type (`probe`: the probe its hello named). */
+type FrameHandler<F extends ProbeFrame> = (session: Session, probe: string, frame: F) => void;
+type FrameHandlers = { readonly [T in ProbeFrame["type"]]: FrameHandler<FrameOf<T>> };
 
 /** Accepts and runs the probe links of one gateway (see the file comment). */
 export class LinkServer {
@@ -316,26 +339,26 @@ export class LinkServer {
       this.hello(session, frame);
       return;
     }
-    const probe = session.probe as string;
-    switch (frame.type) {
-      case "hello":
-        this.protocolError(session, "a second hello");
-        return;
-      case "heartbeat":
-        return;
-      case "bye":
-        this.log.info({ probe, reason: frame.reason }, "probe said bye");
-        session.quiet = true;
-        this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
-        session.end.close(CLOSE_NORMAL, "bye");
-        return;
-      case "parameters":
-      case "state":
-      case "changes":
-        this.batch(session, probe, frame);
-        return;
-    }
+    (this.linked[frame.type] as FrameHandler<ProbeFrame>)(session, session.probe as string, frame);
   }
+
+  /**
+   * The frames of a link past its hello, by type. Every type is here: a new one fails to compile
+   * until it is handled.
+   */
+  private readonly linked: FrameHandlers = {
+    hello: (session) => this.protocolError(session, "a second hello"),
+    heartbeat: () => {},
+    bye: (session, probe, frame) => {
+      this.log.info({ probe, reason: frame.reason }, "probe said bye");
+      session.quiet = true;
+      this.options.publisher.publish(this.options.model.down(probe, Date.now()));
+      session.end.close(CLOSE_NORMAL, "bye");
+    },
+    parameters: (session, probe, frame) => this.batch(session, probe, frame),
+    state: (session, probe, frame) => this.batch(session, probe, frame),
+    changes: (session, probe, frame) => this.batch(session, probe, frame),
+  };
 
   private hello(session: Session, frame: Extract<ProbeFrame, { type: "hello" }>): void {
     const { identity } = session;
@@ -353,7 +376,7 @@ export class LinkServer {
       );
       return;
     }
-    const probeSetup = this.options.hierarchy.probeSetup(frame.probe);
+    const probeSetup = this.options.model.probeSetup(frame.probe);
     if (probeSetup === undefined) {
       this.refuse(session, "UNKNOWN_PROBE", `the gateway's setup has no probe named '${frame.probe}'`);
       return;
@@ -371,7 +394,7 @@ export class LinkServer {
     session.phase = "syncing";
     session.coalesced = frame.coalesced;
     this.byProbe.set(frame.probe, session);
-    this.options.hierarchy.hello(frame.probe, frame.parameters, frame.resumed);
+    this.options.model.hello(frame.probe, frame.parameters, frame.resumed);
     this.send(session.end, {
       type: "welcome",
       version: LINK_PROTOCOL_VERSION,
@@ -410,16 +433,16 @@ export class LinkServer {
     session.unacknowledged += 1;
     session.batches += 1;
     const now = Date.now();
-    const hierarchy = this.options.hierarchy;
+    const model = this.options.model;
     if (frame.type === "parameters") {
-      this.options.publisher.publish(hierarchy.parameters(probe, frame.parameters, now));
+      this.options.publisher.publish(model.parameters(probe, frame.parameters, now));
       session.acks = session.acks.then(() => this.ack(session, frame.seq));
       return;
     }
     const applied =
       frame.type === "state"
-        ? hierarchy.state(probe, frame.items, frame.last, now)
-        : hierarchy.changes(probe, frame.changes, now);
+        ? model.state(probe, frame.items, frame.last, now)
+        : model.changes(probe, frame.changes, now);
     if (frame.type === "state" && frame.last) session.phase = "up";
     session.changes += frame.type === "state" ? frame.items.length : frame.changes.length;
     if (applied.rejected > 0) {
@@ -512,7 +535,7 @@ export class LinkServer {
     this.forget(session);
     if (probe !== undefined && current && !session.quiet) {
       this.log.warn({ probe, code: info.code, reason: info.reason }, "probe link lost");
-      this.options.publisher.publish(this.options.hierarchy.down(probe, Date.now()));
+      this.options.publisher.publish(this.options.model.down(probe, Date.now()));
     } else if (probe !== undefined) {
       this.log.info({ probe, code: info.code, reason: info.reason }, "probe link closed");
     }

@@ -30,7 +30,7 @@ test("acknowledgements wait while the gateway is over its memory threshold", asy
   const publisher = new FakePublisher();
   const server = new LinkServer({
     setup: () => setup,
-    hierarchy: new Hierarchy(setup.gateway, setup.probes),
+    model: new Hierarchy(setup.gateway, setup.probes),
     publisher,
     memory,
     logger: pino({ level: "silent" }),

@@ -27,7 +27,7 @@ import {
   type SnoozePeriod,
 } from "../../messages/types.js";
 import type { Until } from "../severity/event-messages.js";
-import type { AssignCommand, SnoozeCommand } from "../severity/severity-engine.js";
+import type { AssignCommand, SnoozeCommand } from "../severity/item-commands.js";
 
 const TARGET_FIELDS = [
   "gateway",

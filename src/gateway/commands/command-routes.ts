@@ -13,11 +13,15 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
 import type { PublicV2Message } from "../../messages/types.js";
-import { CommandRefused, type SeverityEngine } from "../severity/severity-engine.js";
+import { CommandRefused } from "../severity/item-commands.js";
+import type { SeverityEngine } from "../severity/severity-engine.js";
 import { parseAssign, parseRelease, parseSnooze, parseTarget } from "./command-body.js";
 
+/** What the routes need of the severity stage: its commands and item views. */
+export type ItemCommandsStage = Pick<SeverityEngine, "snooze" | "unsnooze" | "assign" | "unassign" | "items">;
+
 export interface CommandRoutesOptions {
-  readonly engine: SeverityEngine;
+  readonly engine: ItemCommandsStage;
   readonly gateway: () => string;
   readonly publish: (messages: readonly PublicV2Message[]) => void;
   /** Writes the engine's state to disk; resolves once it is there. */

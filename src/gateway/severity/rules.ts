@@ -147,3 +147,101 @@ export function evaluate(rules: readonly CompiledRule[], value: string): Severit
   }
   return result;
 }
+
+/** The rules that apply to one dataview, by kind, with their candidates per column name cached. */
+export interface DataviewRules {
+  readonly generation: number;
+  readonly cells: readonly CompiledRule[];
+  readonly headlines: readonly CompiledRule[];
+  readonly byColumn: Map<string, readonly CompiledRule[]>;
+  readonly byHeadline: Map<string, readonly CompiledRule[]>;
+}
+
+/** Names of a dataview, as rules target them. */
+export interface DataviewNames {
+  readonly managedEntity: string;
+  readonly sampler: string;
+  readonly type: string;
+  readonly dataview: string;
+}
+
+/** Column names a dataview's candidate cache holds before it is cleared. */
+const CANDIDATES_CACHED = 4096;
+
+/**
+ * The setup's rules, compiled, and which of them apply to a dataview. A new set of rules (a setup
+ * reload) makes every dataview's cached selection stale (its generation).
+ */
+export class RuleBook {
+  private rules: CompiledRule[];
+  private generation = 0;
+
+  constructor(rules: readonly RuleSetup[]) {
+    this.rules = compileRules(rules);
+  }
+
+  set(rules: readonly RuleSetup[]): void {
+    this.rules = compileRules(rules);
+    this.generation += 1;
+  }
+
+  /** The rules of a dataview: `cached` when still current, else selected anew (the caller keeps it). */
+  forDataview(names: DataviewNames, cached: DataviewRules | undefined): DataviewRules {
+    if (cached !== undefined && cached.generation === this.generation) return cached;
+    const applicable = this.rules.filter(
+      (r) =>
+        r.managedEntity(names.managedEntity) &&
+        r.sampler(names.sampler, names.type) &&
+        r.dataview(names.dataview),
+    );
+    return {
+      generation: this.generation,
+      cells: applicable.filter((r) => !r.headline),
+      headlines: applicable.filter((r) => r.headline),
+      byColumn: new Map(),
+      byHeadline: new Map(),
+    };
+  }
+}
+
+/** The rules of `list` whose column (or headline) test takes `name`, remembered in `cache`. */
+export function candidates(
+  list: readonly CompiledRule[],
+  cache: Map<string, readonly CompiledRule[]>,
+  name: string,
+): readonly CompiledRule[] {
+  if (list.length === 0) return list;
+  let found = cache.get(name);
+  if (found === undefined) {
+    found = list.filter((r) => r.column(name));
+    // Bounded by the dataview's columns; cleared rather than grown past a few thousand names.
+    if (cache.size >= CANDIDATES_CACHED) cache.clear();
+    cache.set(name, found);
+  }
+  return found;
+}
+
+/**
+ * The severity the candidates give a value of row `row` (undefined: a headline), as `evaluate`
+ * does for those that target the row; the value is parsed as a number once, when a rule needs it.
+ */
+export function evaluateCandidates(
+  list: readonly CompiledRule[],
+  row: string | undefined,
+  value: string,
+): Severity {
+  let targeted = false;
+  let result: Severity = "UNDEFINED";
+  let number: number | undefined | null = null;
+  for (const rule of list) {
+    if (row !== undefined && !rule.row(row)) continue;
+    if (!targeted) {
+      targeted = true;
+      result = "OK";
+    }
+    if (SEVERITY_RANK[rule.severity] <= SEVERITY_RANK[result]) continue;
+    if (number === null) number = parseNumber(value);
+    if (rule.holds(value, number)) result = rule.severity;
+  }
+  return result;
+}

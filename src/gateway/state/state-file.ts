@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { GATEWAY_SEVERITIES_FILE, GATEWAY_STATE_FILE } from "../../config/defaults.js";
 import { type EventTarget, SEVERITIES, type Severity } from "../../messages/types.js";
 import type { AssignmentState, SnoozeState } from "../severity/event-messages.js";
-import type { EngineState } from "../severity/severity-engine.js";
+import type { EngineState } from "../severity/item-states.js";
 
 const VERSION = 1;
 
@@ -180,5 +180,66 @@ export class StateKeeper {
   async flush(): Promise<void> {
     if (this.pending) await this.save();
     else await this.writing;
+  }
+}
+
+/** What the state files are written from: the severity stage's kept state. */
+export interface KeptState {
+  /** Which part changed since the last call. */
+  takeDirty(): { states: boolean; severities: boolean };
+  exportStates(): Pick<EngineState, "snoozes" | "assignments">;
+  exportSeverities(): Pick<EngineState, "severities">;
+}
+
+/**
+ * The two state files of a gateway kept up to date from `state`: snoozes and assignments, written
+ * at every command; severities, written at most every STATE_SAVE_INTERVAL_MS (the caller's timer
+ * runs `flush`). Without a data dir nothing is written (the state lives in memory only: tests).
+ */
+export class GatewayStateFiles {
+  private readonly keepers: { readonly states: StateKeeper; readonly severities: StateKeeper } | undefined;
+
+  constructor(
+    dataDir: string | undefined,
+    gateway: string,
+    private readonly state: KeptState,
+    logger: Logger,
+  ) {
+    this.keepers =
+      dataDir === undefined
+        ? undefined
+        : {
+            states: new StateKeeper(
+              join(dataDir, GATEWAY_STATE_FILE),
+              gateway,
+              () => state.exportStates(),
+              logger,
+            ),
+            severities: new StateKeeper(
+              join(dataDir, GATEWAY_SEVERITIES_FILE),
+              gateway,
+              () => state.exportSeverities(),
+              logger,
+            ),
+          };
+  }
+
+  /** Marks the files whose part changed since the last call as to be written. */
+  note(): void {
+    const dirty = this.state.takeDirty();
+    if (dirty.states) this.keepers?.states.saveSoon();
+    if (dirty.severities) this.keepers?.severities.saveSoon();
+  }
+
+  /** Writes snoozes and assignments when they changed (a command, before it is answered). */
+  async flushStates(): Promise<void> {
+    this.note();
+    await this.keepers?.states.flush();
+  }
+
+  /** Writes both files when they changed. */
+  async flush(): Promise<void> {
+    this.note();
+    await Promise.all([this.keepers?.states.flush(), this.keepers?.severities.flush()]);
   }
 }

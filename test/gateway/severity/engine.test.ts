@@ -7,13 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Hierarchy } from "../../../src/gateway/hierarchy.js";
 import { severityValue } from "../../../src/gateway/severity/event-messages.js";
-import { CommandRefused, SeverityEngine } from "../../../src/gateway/severity/severity-engine.js";
+import { CommandRefused } from "../../../src/gateway/severity/item-commands.js";
+import { SeverityEngine } from "../../../src/gateway/severity/severity-engine.js";
 import type { Change, WireSeverities } from "../../../src/link/protocol.js";
 import type { SeverityMessage } from "../../../src/messages/types.js";
 
-import { address, dataview, linked, params, row, setup, severities, T0 } from "./fixtures.js";
+import { address, dataview, linked, modelOf, params, row, setup, severities, T0 } from "./fixtures.js";
 
 describe("severity evaluation and propagation", () => {
   test("a probe's first state: each item with a severity published once, at the end, after its metrics", () => {
@@ -290,7 +290,7 @@ describe("names are data", () => {
         severity: "CRITICAL" as const,
       },
     ];
-    const hierarchy = new Hierarchy(setup.gateway, setup.probes, { rules });
+    const hierarchy = modelOf(rules);
     hierarchy.hello("p1", params);
     const change: Change = {
       kind: "dataview",

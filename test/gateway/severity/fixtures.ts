@@ -4,7 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { parseSetup } from "../../../src/config/load-setup.js";
+import { GatewayModel } from "../../../src/gateway/gateway-model.js";
 import { Hierarchy } from "../../../src/gateway/hierarchy.js";
+import { SeverityEngine } from "../../../src/gateway/severity/severity-engine.js";
 import { type Change, encodeCells, type ProbeParameters } from "../../../src/link/protocol.js";
 import type { PublicV2Message, SeverityMessage } from "../../../src/messages/types.js";
 import { validateMessage } from "../../../src/messages/validate.js";
@@ -92,12 +94,24 @@ export function severities(messages: readonly PublicV2Message[]): string[] {
     });
 }
 
+/** The hierarchy followed by the severity engine, as the gateway wires them (src/gateway/app.ts). */
+export function modelOf(rules = setup.rules): GatewayModel<SeverityEngine> {
+  const hierarchy = new Hierarchy(setup.gateway, setup.probes);
+  const engine = new SeverityEngine({
+    gateway: setup.gateway.name,
+    rules,
+    lookup: hierarchy,
+    samplerSeverities: (probe, target, row) => hierarchy.samplerSeverities(probe, target, row),
+  });
+  return new GatewayModel(hierarchy, engine);
+}
+
 /** A hierarchy with events, its probe linked with `state`. */
 export function linked(
   state: Change[],
   rules = setup.rules,
-): { hierarchy: Hierarchy; first: PublicV2Message[] } {
-  const hierarchy = new Hierarchy(setup.gateway, setup.probes, { rules });
+): { hierarchy: GatewayModel<SeverityEngine>; first: PublicV2Message[] } {
+  const hierarchy = modelOf(rules);
   hierarchy.hello("p1", params);
   const first = hierarchy.state("p1", state, true, T0).messages;
   return { hierarchy, first };

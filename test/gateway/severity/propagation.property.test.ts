@@ -8,13 +8,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { Hierarchy } from "../../../src/gateway/hierarchy.js";
 import { bareTarget } from "../../../src/gateway/severity/item-target.js";
+import type { ItemView } from "../../../src/gateway/severity/item-views.js";
 import { BY_RANK, compileRules, evaluate, SEVERITY_RANK } from "../../../src/gateway/severity/rules.js";
-import type { ItemView } from "../../../src/gateway/severity/severity-engine.js";
 import { type Change, encodeCells } from "../../../src/link/protocol.js";
 import type { EventTarget, PublicV2Message, Severity } from "../../../src/messages/types.js";
-import { address, params, setup, T0 } from "./fixtures.js";
+import { address, modelOf, params, setup, T0 } from "./fixtures.js";
 
 type Op =
   | { kind: "put"; me: "me1" | "me2"; row: string; value: number }
@@ -72,8 +71,8 @@ describe("incremental severities", () => {
   test("equal a recomputation from the rules and the children", () => {
     fc.assert(
       fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), (ops) => {
-        const hierarchy = new Hierarchy(setup.gateway, setup.probes, { rules: setup.rules });
-        const engine = hierarchy.events!;
+        const hierarchy = modelOf(setup.rules);
+        const engine = hierarchy.severity;
         hierarchy.hello("p1", params);
         hierarchy.state("p1", [], true, T0);
         let up = true;
