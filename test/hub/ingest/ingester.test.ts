@@ -41,6 +41,7 @@ class FakeStore {
         this.committed.push(batch);
       },
       listEntities: async () => [],
+      listProbes: async () => [],
       getEntity: async () => undefined,
       listSeries: async () => [],
       listEvents: async () => [],
