@@ -19,7 +19,6 @@ import { openStore } from "../../../src/hub/store/open-store.js";
 import type { IngestBatch } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
 import { storeContract } from "./store-contract.js";
-import { storeContractApi } from "./store-contract-api.js";
 
 const dir = await mkdtemp(join(tmpdir(), "vigil-duckdb-"));
 after(() => rm(dir, { recursive: true, force: true }));
@@ -38,7 +37,6 @@ storeContract(
   },
 );
 storeContract("duckdb :memory:", (options) => createDuckDbStore({ ...options, path: ":memory:" }));
-storeContractApi("duckdb :memory:", (options) => createDuckDbStore({ ...options, path: ":memory:" }));
 
 const batch: IngestBatch = {
   entities: [
