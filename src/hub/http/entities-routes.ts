@@ -176,7 +176,10 @@ export function registerEntityRoutes(app: FastifyInstance, store: Store, options
     });
     if (plugin === undefined || plugin === "") return metricList(names, options.columnSchema);
     const byId = new Map(entities.map((e) => [e.id, e]));
+    // The plug-in the messages carried (kept per dataview by the store); the setup's only when the
+    // store does not know it (data stored before it kept plug-ins).
     const keep = (name: MetricName): boolean => {
+      if (name.plugin !== null) return name.plugin === plugin;
       const entity = byId.get(name.entityId);
       if (entity === undefined) return false;
       const found = options.samplerPlugin(

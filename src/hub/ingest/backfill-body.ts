@@ -209,7 +209,7 @@ export function* arraySlices(text: string, size: number, jsonDepth: number): Gen
 }
 
 /** Ints per checked message in {@link CheckedSlice.items}. */
-const ITEM_FIELDS = 13;
+const ITEM_FIELDS = 14;
 /** Field offsets in an item; the names are indexes into {@link CheckedSlice.names}, −1 for none. */
 const F = {
   index: 0,
@@ -226,6 +226,7 @@ const F = {
   samplerType: 10,
   dataview: 11,
   row: 12,
+  pluginName: 13,
 } as const;
 
 /**
@@ -305,6 +306,7 @@ export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
     items[at + F.samplerType] = name(r.samplerType);
     items[at + F.dataview] = name(r.dataview);
     items[at + F.row] = name(r.row);
+    items[at + F.pluginName] = name(r.pluginName);
   });
   const { cells } = part;
   const columns = new Int32Array(cells.length);
@@ -354,6 +356,7 @@ export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
       probe: name(items[at + F.probe] as number),
       managedEntity: name(items[at + F.managedEntity] as number),
       osType: name(items[at + F.osType] as number),
+      pluginName: name(items[at + F.pluginName] as number),
       sampler: name(items[at + F.sampler] as number),
       samplerType: name(items[at + F.samplerType] as number),
       dataview: name(items[at + F.dataview] as number),

@@ -74,8 +74,10 @@ export interface MetricsRow {
   readonly gateway: string;
   readonly probe: string;
   readonly managedEntity: string;
-  /** `target.filter.osType`: the probe's OS type when the hub has not heard of the probe. */
+  /** `target.filter.osType`: the probe's OS type when the store holds no probe message's. */
   readonly osType: string;
+  /** `target.filter.pluginName`: the sampler's plug-in, kept per dataview (DESIGN 5.1). */
+  readonly pluginName: string;
   readonly sampler: string;
   readonly samplerType: string;
   readonly dataview: string;
@@ -144,6 +146,7 @@ export function checkInto(
         probe,
         managedEntity,
         osType: target.filter.osType,
+        pluginName: target.filter.pluginName,
         sampler: target.sampler,
         samplerType: target.type,
         dataview: target.dataview,

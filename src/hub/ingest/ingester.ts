@@ -12,7 +12,11 @@
  * - A batch the store refuses as data (`StoreDataError`: a series limit, text it cannot hold) is
  *   split in halves until the one message at fault is found; it is rejected and the rest stored.
  *   Any other store error is an outage: it is thrown and the caller retries the batch with back-off.
- * - The ingester's caches (known entities and probes) change only after the commit.
+ * - The ingester's caches (known entities and probes) change only after the commit. They bound
+ *   what a client can add (`hub.maxEntities`) and save upserts; what the hub answers comes from the
+ *   store: a probe's OS type and host name are a row of the store's `probes`, which every entity
+ *   of the probe shows, whichever hub received the probe message; the plug-in and OS type of a
+ *   dataview, and its deleted rows, go to the store with each batch (`IngestBatch.dataviews`).
  *
  * Messages are dispatched by type through one record, so a new message type fails to compile until
  * handled (STYLE 6).
@@ -24,9 +28,11 @@ import { type DataLimits, DEFAULT_DATA_LIMITS } from "../../limits/data-limits.j
 import type { MessageOf, MessageType, PublicV2Message } from "../../messages/types.js";
 import { type SampleCells, SampleRowsBuilder } from "../store/sample-rows.js";
 import {
+  type DataviewInput,
   type EntityKey,
   type EntityUpsert,
   type EventInput,
+  type ProbeUpsert,
   type Store,
   StoreDataError,
 } from "../store/store.js";
@@ -39,7 +45,7 @@ import {
   type MetricsRow,
   type Rejection,
 } from "./check-message.js";
-import { entityAttributes, type ProbeInfo, userAttributesOf } from "./entity-attributes.js";
+import { entityAttributes, userAttributesOf } from "./entity-attributes.js";
 
 export {
   CheckedPart,
@@ -77,13 +83,34 @@ class BatchBuilder {
   /** One key object per entity the batch's samples name, so the store resolves a run of rows once. */
   readonly sampleEntities = new Map<string, EntityKey>();
   readonly events: EventInput[] = [];
-  readonly probes = new Map<string, ProbeInfo>();
+  readonly probes = new Map<string, ProbeUpsert>();
   readonly known = new Map<string, KnownEntity>();
+  /** Per dataview: the last message's filter, and per row whether its last message deletes it. */
+  readonly dataviews = new Map<string, DataviewChange>();
 
   constructor(cells: SampleCells) {
     this.rows = new SampleRowsBuilder(cells);
   }
 }
+
+interface DataviewChange {
+  readonly entity: EntityKey;
+  readonly sampler: string;
+  readonly samplerType: string;
+  readonly dataview: string;
+  plugin: string;
+  osType: string;
+  readonly rows: Map<string, boolean>;
+}
+
+/** The key of a dataview in a batch: its entity's key text and its names, length-prefixed. */
+const dataviewKeyText = (
+  entityText: string,
+  sampler: string,
+  samplerType: string,
+  dataview: string,
+): string =>
+  `${entityText}${sampler.length}:${sampler}${samplerType.length}:${samplerType}${dataview.length}:${dataview}`;
 
 type Handlers = {
   [T in MessageType]: (message: MessageOf<T>, batch: BatchBuilder) => void;
@@ -106,24 +133,26 @@ export interface IngesterOptions {
 }
 
 export class Ingester {
-  private readonly probes = new Map<string, ProbeInfo>();
+  /** Probes this hub knows the store holds (probeKeyText), to bound them by `maxEntities`. */
+  private readonly probes = new Set<string>();
   private readonly entities = new Map<string, KnownEntity>();
   private queue: Promise<unknown> = Promise.resolve();
   /** Counters for the status page. */
   readonly counts = { stored: 0, duplicates: 0, rejected: 0, batches: 0 };
 
   private readonly handlers: Handlers = {
+    // One probe row: entities show its details when read (the store joins them), none is rewritten.
     probe: (message, batch) => {
       const { gateway, probe } = message.data.target;
       const { osType, HostName } = message.data.parameters;
-      const info: ProbeInfo = { osType, ...(HostName === undefined ? {} : { hostname: HostName }) };
-      batch.probes.set(probeKeyText(gateway, probe), info);
-      // Entities of this probe carry its host name and OS type: refresh them.
-      for (const known of this.knownEntities(batch)) {
-        if (known.key.gateway === gateway && known.key.probe === probe) {
-          this.upsert(batch, known.key, known.user, known.deleted, message.data.timestamp);
-        }
-      }
+      batch.probes.set(probeKeyText(gateway, probe), {
+        gateway,
+        probe,
+        osType,
+        hostname: HostName ?? null,
+        at: asEpochMs(Date.parse(message.data.timestamp)),
+        fallback: false,
+      });
     },
     managedEntity: (message, batch) => {
       this.upsert(
@@ -134,9 +163,10 @@ export class Ingester {
         message.data.timestamp,
       );
     },
-    // An update comes as its row (check-message.ts, `Checked.row`); a delete stores nothing.
-    headline: () => undefined,
-    table: () => undefined,
+    // An update comes as its row (check-message.ts, `Checked.row`); a delete marks its row (the
+    // headlines) deleted in its dataview.
+    headline: (message, batch) => this.deleted(message, batch),
+    table: (message, batch) => this.deleted(message, batch),
     severity: (message, batch) => this.event(message, batch),
     snooze: (message, batch) => this.event(message, batch),
     userassignment: (message, batch) => this.event(message, batch),
@@ -167,13 +197,8 @@ export class Ingester {
         managedEntity: a["svc.name"] ?? "",
       };
       this.entities.set(entityKeyText(key), { key, user: userAttributesOf(a), deleted: entity.isDeleted });
-      if (a["svc.os-type"] !== undefined || a["svc.hostname"] !== undefined) {
-        this.probes.set(probeKeyText(key.gateway, key.probe), {
-          ...(a["svc.os-type"] === undefined ? {} : { osType: a["svc.os-type"] }),
-          ...(a["svc.hostname"] === undefined ? {} : { hostname: a["svc.hostname"] }),
-        });
-      }
     }
+    for (const p of await this.store.listProbes()) this.probes.add(probeKeyText(p.gateway, p.probe));
   }
 
   /**
@@ -255,12 +280,14 @@ export class Ingester {
           samples: [],
           rows: batch.rows,
           events: batch.events,
+          probes: [...batch.probes.values()],
+          dataviews: dataviewInputs(batch.dataviews),
         });
         return { batch, fresh };
       });
       this.onCommit?.((performance.now() - started) / 1000);
       // Committed: only now do the caches learn what the batch changed.
-      for (const [k, v] of batch.probes) this.probes.set(k, v);
+      for (const k of batch.probes.keys()) this.probes.add(k);
       for (const [k, v] of batch.known) this.entities.set(k, v);
       tally.stored += fresh;
       tally.duplicates += items.length - fresh;
@@ -279,7 +306,7 @@ export class Ingester {
 
   /** Refuses the batch (a StoreDataError, so it is split down to the messages at fault) past `maxEntities`. */
   private checkEntityLimit(batch: BatchBuilder): void {
-    const added = (fresh: Iterable<string>, known: ReadonlyMap<string, unknown>): number => {
+    const added = (fresh: Iterable<string>, known: { has(key: string): boolean }): number => {
       let n = 0;
       for (const key of fresh) if (!known.has(key)) n += 1;
       return n;
@@ -294,17 +321,6 @@ export class Ingester {
     }
   }
 
-  /** Committed entities, overlaid with the ones this batch changed. */
-  private *knownEntities(batch: BatchBuilder): Iterable<KnownEntity> {
-    for (const [k, v] of this.entities) if (!batch.known.has(k)) yield v;
-    yield* batch.known.values();
-  }
-
-  private probeInfo(batch: BatchBuilder, gateway: string, probe: string): ProbeInfo | undefined {
-    const key = probeKeyText(gateway, probe);
-    return batch.probes.get(key) ?? this.probes.get(key);
-  }
-
   private upsert(
     batch: BatchBuilder,
     key: EntityKey,
@@ -317,7 +333,9 @@ export class Ingester {
     batch.known.set(text, { key: plainKey, user: copyAttributes(user), deleted });
     batch.entities.set(text, {
       key: plainKey,
-      attributes: entityAttributes(plainKey, this.probeInfo(batch, key.gateway, key.probe), user),
+      // Without the probe's details: the store shows its probe row's (a probe message's, or the
+      // fallback of metrics) on every entity of the probe.
+      attributes: entityAttributes(plainKey, undefined, user),
       deleted,
       at: asEpochMs(Date.parse(timestamp)),
     });
@@ -331,15 +349,58 @@ export class Ingester {
       key = { gateway: row.gateway, probe: row.probe, managedEntity: row.managedEntity };
       batch.sampleEntities.set(text, key);
     }
+    const probeKey = probeKeyText(key.gateway, key.probe);
+    if (!this.probes.has(probeKey) && !batch.probes.has(probeKey)) {
+      // A probe this hub has not heard of: its OS type from the metrics, stored only when the
+      // store holds no row of it (another hub's probe message wins).
+      batch.probes.set(probeKey, {
+        gateway: key.gateway,
+        probe: key.probe,
+        osType: row.osType,
+        hostname: null,
+        at: row.at,
+        fallback: true,
+      });
+    }
     if (!this.entities.has(text) && !batch.known.has(text)) {
       // Metrics for an entity the hub has not seen announced (e.g. a backfill of metrics only).
-      if (this.probeInfo(batch, key.gateway, key.probe) === undefined)
-        batch.probes.set(probeKeyText(key.gateway, key.probe), { osType: row.osType });
       // As old as can be: the managed entity's own message, whenever it arrives (batches may be
       // stored out of order after a retry or by several hubs), replaces these attributes.
       this.upsert(batch, key, {}, false, EPOCH_START);
     }
     batch.rows.row(key, row.sampler, row.samplerType, row.dataview, row.row, row.at, item.start, item.end);
+    const change = this.dataviewChange(batch, key, text, row.sampler, row.samplerType, row.dataview);
+    change.plugin = row.pluginName;
+    change.osType = row.osType;
+    change.rows.set(row.row, false);
+  }
+
+  /** A headline or table `delete`: its row ("" for the headlines) is deleted in its dataview. */
+  private deleted(message: MessageOf<"headline"> | MessageOf<"table">, batch: BatchBuilder): void {
+    if (message.operation !== "delete") return;
+    const t = message.data.target;
+    const key = { gateway: t.gateway, probe: t.probe, managedEntity: t.managedEntity };
+    const change = this.dataviewChange(batch, key, entityKeyText(key), t.sampler, t.type, t.dataview);
+    change.plugin = t.filter.pluginName;
+    change.osType = t.filter.osType;
+    change.rows.set(t.row ?? "", true);
+  }
+
+  private dataviewChange(
+    batch: BatchBuilder,
+    entity: EntityKey,
+    entityText: string,
+    sampler: string,
+    samplerType: string,
+    dataview: string,
+  ): DataviewChange {
+    const key = dataviewKeyText(entityText, sampler, samplerType, dataview);
+    let change = batch.dataviews.get(key);
+    if (change === undefined) {
+      change = { entity, sampler, samplerType, dataview, plugin: "", osType: "", rows: new Map() };
+      batch.dataviews.set(key, change);
+    }
+    return change;
   }
 
   private event(
@@ -360,6 +421,27 @@ export class Ingester {
       payload: data as unknown as Readonly<Record<string, unknown>>,
     });
   }
+}
+
+/** What the store is told of each dataview of a batch. */
+function dataviewInputs(changes: ReadonlyMap<string, DataviewChange>): DataviewInput[] {
+  const inputs: DataviewInput[] = [];
+  for (const c of changes.values()) {
+    const updated: string[] = [];
+    const deleted: string[] = [];
+    for (const [row, isDeleted] of c.rows) (isDeleted ? deleted : updated).push(row);
+    inputs.push({
+      entity: c.entity,
+      sampler: c.sampler,
+      samplerType: c.samplerType,
+      dataview: c.dataview,
+      plugin: c.plugin,
+      osType: c.osType,
+      updated,
+      deleted,
+    });
+  }
+  return inputs;
 }
 
 function isStoreDataError(error: unknown): error is StoreDataError {

@@ -2,7 +2,10 @@
  * Metric names as the hub lists them (DESIGN 5.1 `GET /v0/entities/{id}/metrics` and
  * `/v0/entities/metrics`): cell references with `{rowname}` for table columns and an empty row for
  * headlines, written so that `parseCellReference` (metric-query.ts) reads each back to the same
- * cells, with the column's type and unit from the setup's data schema.
+ * cells. What is said of each comes from what the store holds ("What the hub says about a metric
+ * comes from what it stored"): `type` is `string` for a cell that has only held text, else
+ * `float64` or the type the setup's data schema declares (an overlay); `unit` is the schema's, else
+ * `none`; the `plugin` filter matches the plug-in the messages carried.
  */
 import type { ColumnSchema, Setup } from "../../config/setup.js";
 import type { CellSelector, MetricName } from "../store/store.js";
@@ -47,21 +50,26 @@ export function cellReference(cell: {
 }
 
 /**
- * The distinct metrics of `names`, sorted by name in code-point order, each with the type and unit
- * its column declares (float64 and none when undeclared); `keep` drops names first (the plugin
- * filter).
+ * The distinct metrics of `names`, sorted by name in code-point order. A name is numeric when any
+ * entity's cells of it have held a number: then its type is the one its column declares in the
+ * setup's data schema, else float64; otherwise `string`. The unit is the declared one, else none.
+ * `keep` drops names first (the plugin filter).
  */
 export function metricList(
   names: readonly MetricName[],
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
   keep: (name: MetricName) => boolean = () => true,
 ): MetricInfo[] {
-  const seen = new Map<string, MetricInfo>();
+  const seen = new Map<string, { numeric: boolean; schema: ColumnSchema | undefined }>();
   for (const metric of names) {
     if (!keep(metric)) continue;
     const row = metric.headline ? "" : null;
     const name = cellReference({ ...metric, row });
-    if (seen.has(name)) continue;
+    const known = seen.get(name);
+    if (known !== undefined) {
+      known.numeric ||= metric.numeric;
+      continue;
+    }
     const schema = columnSchema({
       sampler: metric.sampler,
       samplerType: metric.samplerType,
@@ -69,16 +77,23 @@ export function metricList(
       row,
       column: metric.column,
     });
-    seen.set(name, { name, type: schema?.type ?? "float64", unit: schema?.unit ?? "none" });
+    seen.set(name, { numeric: metric.numeric, schema });
   }
-  return [...seen.values()].sort((a, b) => compareCodePoints(a.name, b.name));
+  return [...seen.entries()]
+    .map(([name, { numeric, schema }]) => ({
+      name,
+      type: numeric ? (schema?.type ?? "float64") : "string",
+      unit: schema?.unit ?? "none",
+    }))
+    .sort((a, b) => compareCodePoints(a.name, b.name));
 }
 
 /**
  * A lookup of a sampler's plug-in (`rest-api`, `fkm`) by entity and sampler, from the setup file:
- * the stored series do not carry the plug-in name, and the setup is where the hub reads units too
- * (DESIGN 5.3). Keyed by probe, managed entity and sampler name (and type when the sampler has one);
- * undefined for a sampler the setup does not list.
+ * the fallback for a dataview whose plug-in the store does not know (stored before the store kept
+ * it, until the next message carries it; {@link MetricName.plugin} null). Keyed by probe, managed
+ * entity and sampler name (and type when the sampler has one); undefined for a sampler the setup
+ * does not list.
  */
 export function samplerPluginLookup(
   setup: Setup,

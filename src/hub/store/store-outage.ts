@@ -159,6 +159,7 @@ export function withOutageErrors(store: Store): Store {
     ping: () => guard(() => store.ping()),
     deleteBefore: (cutoff) => guard(() => store.deleteBefore(cutoff)),
     listEntities: (options) => guard(() => store.listEntities(options)),
+    listProbes: () => guard(() => store.listProbes()),
     getEntity: (id) => guard(() => store.getEntity(id)),
     listSeries: (entity) => guard(() => store.listSeries(entity)),
     listEvents: (query) => guard(() => store.listEvents(query)),

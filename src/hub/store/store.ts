@@ -139,6 +139,65 @@ export interface MetricName {
   /** True for a headline (row ""), false for a table column. */
   readonly headline: boolean;
   readonly column: string;
+  /**
+   * `target.filter.pluginName` the dataview's messages carried last (DESIGN 5.1); null when not
+   * known (data stored before the store kept it, until the next message carries it).
+   */
+  readonly plugin: string | null;
+  /** `target.filter.osType` the dataview's messages carried last; null when not known. */
+  readonly osType: string | null;
+  /** Whether any of the cells folded into this name has ever held a number. */
+  readonly numeric: boolean;
+  /** The store's own id of the dataview (entity, sampler, sampler type, dataview), stable for the life of the store. */
+  readonly dataviewId: number;
+  /**
+   * The entity is deleted, or every row and the headlines of the dataview were deleted (table and
+   * headline `delete` messages) since they were last updated.
+   */
+  readonly dataviewDeleted: boolean;
+}
+
+/**
+ * What a batch tells of one dataview: the plug-in and OS type its messages carried
+ * (`target.filter`), and the rows its messages updated and deleted. One per dataview and batch.
+ */
+export interface DataviewInput {
+  readonly entity: EntityKey;
+  readonly sampler: string;
+  /** Sampler type, "" when none. */
+  readonly samplerType: string;
+  readonly dataview: string;
+  /** `target.filter.pluginName` of the batch's last message of the dataview. */
+  readonly plugin: string;
+  /** `target.filter.osType` of the batch's last message of the dataview. */
+  readonly osType: string;
+  /** Rows ("" for the headlines) whose last message in the batch is an update. */
+  readonly updated: readonly string[];
+  /** Rows ("" for the headlines) whose last message in the batch is a delete. */
+  readonly deleted: readonly string[];
+}
+
+/**
+ * A probe's details (DESIGN 5.1 `svc.os-type`, `svc.hostname` of every entity of the probe), from
+ * a `probe` message, or the `target.filter.osType` of metrics when `fallback` (stored only when
+ * the store holds no row of the probe yet).
+ */
+export interface ProbeUpsert {
+  readonly gateway: string;
+  readonly probe: string;
+  readonly osType: string;
+  /** `parameters.HostName`; null when the message has none. */
+  readonly hostname: string | null;
+  readonly at: EpochMs;
+  readonly fallback: boolean;
+}
+
+/** One stored probe (see {@link Store.listProbes}). */
+export interface ProbeRecord {
+  readonly gateway: string;
+  readonly probe: string;
+  readonly osType: string | null;
+  readonly hostname: string | null;
 }
 
 /** Which row names {@link Store.listRowNames} returns. */
@@ -222,6 +281,10 @@ export interface IngestBatch {
   /** Samples in columns (the ingester's form); written after `samples`. */
   readonly rows?: SampleRows;
   readonly events?: readonly EventInput[];
+  /** Per dataview the batch names: plug-in, OS type, rows updated and deleted (after the rows). */
+  readonly dataviews?: readonly DataviewInput[];
+  /** Probe details, applied before the entities. */
+  readonly probes?: readonly ProbeUpsert[];
 }
 
 /**
@@ -391,7 +454,13 @@ export interface Store {
    * and series stay. Resolves with how many of each were removed.
    */
   deleteBefore(cutoff: EpochMs): Promise<{ readonly samples: number; readonly events: number }>;
+  /**
+   * Entities with their attributes; `svc.os-type` and `svc.hostname` come from the entity's probe
+   * as stored (a `probe` message, or the fallback of metrics), so every hub answers the same.
+   */
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]>;
+  /** Every probe stored. */
+  listProbes(): Promise<ProbeRecord[]>;
   getEntity(id: EntityId): Promise<EntityRecord | undefined>;
   /** The series stored for one entity. */
   listSeries(entity: EntityId): Promise<SeriesInfo[]>;
@@ -412,7 +481,8 @@ export interface Store {
   /**
    * The distinct cells and headlines of the given entities, rows folded together (one entry per
    * entity, sampler, sampler type, dataview, headline-or-table and column). Without
-   * `includeNonNumeric`, only those with at least one numeric sample. Any order.
+   * `includeNonNumeric`, only those that have ever held a number (a flag kept per series, no scan
+   * of samples). Any order.
    */
   listMetricNames(query: {
     readonly entities: readonly EntityId[];

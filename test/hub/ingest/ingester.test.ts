@@ -41,6 +41,7 @@ class FakeStore {
         this.committed.push(batch);
       },
       listEntities: async () => [],
+      listProbes: async () => [],
       getEntity: async () => undefined,
       listSeries: async () => [],
       listEvents: async () => [],
@@ -153,6 +154,99 @@ describe("Ingester", () => {
     assert.deepEqual(
       fake.samples.map((sample) => `${sample.entity.managedEntity}=${sample.text}`),
       ["me0=1", "me1=2", "me0=4", "me1=5"],
+    );
+  });
+
+  test("a probe message writes one probe row and rewrites no entity, however many the probe has", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const ids = new MessageIdSource("GW");
+    const on = (managedEntity: string): PublicV2Message => {
+      const message = table("r", { v: "1" });
+      return {
+        ...message,
+        data: { ...message.data, target: { ...target("r"), managedEntity } },
+      } as PublicV2Message;
+    };
+    await ingester.ingest(deliveries([on("me0"), on("me1"), on("me2")], ids));
+    const before = fake.committed.length;
+    const probe = {
+      type: "probe",
+      operation: "update",
+      data: {
+        timestamp: "2026-01-01T00:00:01.000Z",
+        target: { gateway: "GW", probe: "p" },
+        parameters: { osType: "Linux", HostName: "h1" },
+      },
+    } as PublicV2Message;
+    assert.equal((await ingester.ingest(deliveries([probe], ids))).stored, 1);
+    const written = fake.committed.slice(before);
+    assert.deepEqual(
+      written.flatMap((b) => b.entities),
+      [],
+    );
+    assert.deepEqual(
+      written.flatMap((b) => b.probes ?? []),
+      [
+        {
+          gateway: "GW",
+          probe: "p",
+          osType: "Linux",
+          hostname: "h1",
+          at: Date.parse("2026-01-01T00:00:01.000Z"),
+          fallback: false,
+        },
+      ],
+    );
+    // The metrics before it offered the probe's OS type as the fallback, once.
+    const fallbacks = fake.committed.slice(0, before).flatMap((b) => b.probes ?? []);
+    assert.deepEqual(
+      fallbacks.map((p) => [p.probe, p.osType, p.fallback]),
+      [["p", "Linux", true]],
+    );
+  });
+
+  test("updates and deletes tell the store their dataview: plug-in, OS type, rows updated and deleted", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const remove = (row: string | undefined): PublicV2Message => {
+      const t = target(row ?? "");
+      const { row: _row, ...headlineTarget } = t;
+      return {
+        type: row === undefined ? "headline" : "table",
+        operation: "delete",
+        data: {
+          sampleTime: "2026-01-01T00:00:02.000Z",
+          target: row === undefined ? headlineTarget : t,
+          row: {},
+        },
+      } as PublicV2Message;
+    };
+    await ingester.ingest(
+      deliveries([
+        table("r1", { v: "1" }),
+        table("r2", { v: "2" }),
+        remove("r1"),
+        remove("r2"),
+        table("r2", { v: "3" }),
+        remove(undefined),
+      ]),
+    );
+    const dataviews = fake.committed.flatMap((b) => b.dataviews ?? []);
+    assert.deepEqual(
+      dataviews.map((d) => ({ ...d, updated: [...d.updated].sort(), deleted: [...d.deleted].sort() })),
+      [
+        {
+          entity: { gateway: "GW", probe: "p", managedEntity: "me" },
+          sampler: "s",
+          samplerType: "",
+          dataview: "d",
+          plugin: "rest-api",
+          osType: "Linux",
+          updated: ["r2"],
+          deleted: ["", "r1"],
+        },
+      ],
     );
   });
 

@@ -77,6 +77,9 @@ if (!reachable) {
       await first.migrate();
       await first.close();
       if (version < 2) await db.sql.unsafe(`DROP INDEX ${schema}.samples_ts_brin`);
+      await db.sql.unsafe(
+        `DROP TABLE ${schema}.dataview_deletes, ${schema}.dataviews, ${schema}.numeric_series, ${schema}.probes`,
+      );
       await db.sql.unsafe(`DROP TABLE ${schema}.vigil_settings`);
       if (version < 3) {
         await db.sql.unsafe(`DROP TABLE ${schema}.message_digests`);

@@ -8,10 +8,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type {
   CellSelector,
+  DataviewInput,
   EntityKey,
   EntityUpsert,
   EventInput,
   IngestBatch,
+  MetricName,
+  ProbeUpsert,
   SampleInput,
   SeriesKey,
   Store,
@@ -404,6 +407,277 @@ export function storeContractApi(name: string, open: OpenStore): void {
             assert.deepEqual([...rows].sort(), c.rows);
           }));
       }
+    });
+
+    describe("what the store keeps of dataviews, series and probes (DESIGN 5.1)", () => {
+      const dv = (
+        entity: EntityKey,
+        plugin: string,
+        rows: { updated?: string[]; deleted?: string[] } = {},
+        dataview = "cpu",
+      ): DataviewInput => ({
+        entity,
+        sampler: "cpu",
+        samplerType: "linux",
+        dataview,
+        plugin,
+        osType: "Linux",
+        updated: rows.updated ?? [],
+        deleted: rows.deleted ?? [],
+      });
+      const probe = (p: Partial<Omit<ProbeUpsert, "at">> & { at: string }): ProbeUpsert => ({
+        gateway: "gw",
+        probe: "p1",
+        osType: "Linux",
+        hostname: null,
+        fallback: false,
+        ...p,
+        at: t(p.at),
+      });
+      const names = async (store: Store, entities: EntityId[]): Promise<Map<string, MetricName>> => {
+        const out = new Map<string, MetricName>();
+        for (const m of await store.listMetricNames({ entities, includeNonNumeric: true })) {
+          out.set(`${m.dataview}/${m.headline ? "" : "*"}/${m.column}`, m);
+        }
+        return out;
+      };
+      const get = (map: Map<string, MetricName>, key: string): MetricName => {
+        const m = map.get(key);
+        assert.ok(m !== undefined, `no metric ${key} in ${[...map.keys()].join(", ")}`);
+        return m;
+      };
+
+      it("a series is numeric once it has held a number, also after text; text-only stays not numeric", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [up(A)],
+              samples: [
+                sample(A, series("r1", "state"), "2024-05-01T10:00:00Z", "up"),
+                sample(A, series("r1", "util"), "2024-05-01T10:00:00Z", "n/a"),
+              ],
+            },
+          ]);
+          const a = idOf(ids, "a");
+          let m = await names(store, [a]);
+          assert.equal(get(m, "cpu/*/state").numeric, false);
+          assert.equal(get(m, "cpu/*/util").numeric, false);
+          assert.deepEqual(await store.listMetricNames({ entities: [a], includeNonNumeric: false }), []);
+          // The series is cached now (not numeric): a number flips it, text afterwards keeps it.
+          await store.ingest({
+            entities: [],
+            samples: [sample(A, series("r1", "util"), "2024-05-01T10:01:00Z", "7")],
+          });
+          await store.ingest({
+            entities: [],
+            samples: [sample(A, series("r1", "util"), "2024-05-01T10:02:00Z", "x")],
+          });
+          m = await names(store, [a]);
+          assert.equal(get(m, "cpu/*/state").numeric, false);
+          assert.equal(get(m, "cpu/*/util").numeric, true);
+          // Retention removes the samples, not what the series has held.
+          await store.deleteBefore(t("2030-01-01T00:00:00Z"));
+          const numeric = await store.listMetricNames({ entities: [a], includeNonNumeric: false });
+          assert.deepEqual(
+            numeric.map((n) => n.column),
+            ["util"],
+          );
+        }));
+
+      it("rows of one column fold: numeric when any row has held a number", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [up(A)],
+              samples: [
+                sample(A, series("r1"), "2024-05-01T10:00:00Z", "idle"),
+                sample(A, series("r2"), "2024-05-01T10:00:00Z", "3"),
+              ],
+            },
+          ]);
+          assert.equal(get(await names(store, [idOf(ids, "a")]), "cpu/*/util").numeric, true);
+        }));
+
+      it("keeps the plug-in and OS type the messages carried, null when none did, the latest when they change", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [up(A)],
+              samples: [
+                sample(A, series("r1"), "2024-05-01T10:00:00Z", "1"),
+                sample(A, series("r1", "util", "linux", "disk"), "2024-05-01T10:00:00Z", "1"),
+              ],
+              dataviews: [dv(A, "rest-api", { updated: ["r1"] })],
+            },
+          ]);
+          const a = idOf(ids, "a");
+          let m = await names(store, [a]);
+          assert.equal(get(m, "cpu/*/util").plugin, "rest-api");
+          assert.equal(get(m, "cpu/*/util").osType, "Linux");
+          assert.equal(get(m, "disk/*/util").plugin, null);
+          assert.equal(get(m, "disk/*/util").osType, null);
+          await store.ingest({
+            entities: [],
+            samples: [],
+            dataviews: [dv(A, "fkm", { updated: ["r1"] }, "disk")],
+          });
+          m = await names(store, [a]);
+          assert.equal(get(m, "disk/*/util").plugin, "fkm");
+          assert.equal(get(m, "cpu/*/util").plugin, "rest-api");
+        }));
+
+      it("gives each dataview one stable id, shared by its rows, columns and headlines", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [up(A), up(B)],
+              samples: [
+                sample(A, series("r1"), "2024-05-01T10:00:00Z", "1"),
+                sample(A, series("", "total"), "2024-05-01T10:00:00Z", "1"),
+                sample(A, series("r1", "util", "linux", "disk"), "2024-05-01T10:00:00Z", "1"),
+                sample(B, series("r1"), "2024-05-01T10:00:00Z", "1"),
+              ],
+            },
+          ]);
+          const a = await names(store, [idOf(ids, "a")]);
+          const b = await names(store, [idOf(ids, "b")]);
+          const cpu = get(a, "cpu/*/util").dataviewId;
+          assert.ok(Number.isSafeInteger(cpu) && cpu > 0);
+          assert.equal(get(a, "cpu//total").dataviewId, cpu);
+          assert.notEqual(get(a, "disk/*/util").dataviewId, cpu);
+          assert.notEqual(get(b, "cpu/*/util").dataviewId, cpu);
+          await store.ingest({
+            entities: [],
+            samples: [sample(A, series("r2", "other"), "2024-05-02T10:00:00Z", "1")],
+            dataviews: [dv(A, "rest-api", { updated: ["r2"] })],
+          });
+          assert.equal(get(await names(store, [idOf(ids, "a")]), "cpu/*/other").dataviewId, cpu);
+        }));
+
+      it("a dataview is deleted once every row and the headlines are deleted since their update, or its entity is", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [up(A), up(B)],
+              samples: [
+                sample(A, series("r1"), "2024-05-01T10:00:00Z", "1"),
+                sample(A, series("r2"), "2024-05-01T10:00:00Z", "1"),
+                sample(A, series("", "total"), "2024-05-01T10:00:00Z", "2"),
+                sample(B, series("r1"), "2024-05-01T10:00:00Z", "1"),
+              ],
+              dataviews: [
+                dv(A, "rest-api", { updated: ["r1", "r2", ""] }),
+                dv(B, "rest-api", { updated: ["r1"] }),
+              ],
+            },
+          ]);
+          const a = idOf(ids, "a");
+          const deleted = async () => get(await names(store, [a]), "cpu/*/util").dataviewDeleted;
+          assert.equal(await deleted(), false);
+          await store.ingest({
+            entities: [],
+            samples: [],
+            dataviews: [dv(A, "rest-api", { deleted: ["r1", "r2"] })],
+          });
+          assert.equal(await deleted(), false, "the headlines are not deleted");
+          await store.ingest({
+            entities: [],
+            samples: [],
+            dataviews: [dv(A, "rest-api", { deleted: [""] })],
+          });
+          assert.equal(await deleted(), true);
+          assert.equal(get(await names(store, [a]), "cpu//total").dataviewDeleted, true);
+          // An update of one row brings the dataview back.
+          await store.ingest({
+            entities: [],
+            samples: [sample(A, series("r2"), "2024-05-02T10:00:00Z", "1")],
+            dataviews: [dv(A, "rest-api", { updated: ["r2"] })],
+          });
+          assert.equal(await deleted(), false);
+          // A deleted entity's dataviews are deleted.
+          const b = idOf(ids, "b");
+          assert.equal(get(await names(store, [b]), "cpu/*/util").dataviewDeleted, false);
+          await store.ingest({
+            entities: [{ ...up(B), deleted: true, at: t("2024-06-01T00:00:00Z") }],
+            samples: [],
+          });
+          assert.equal(get(await names(store, [b]), "cpu/*/util").dataviewDeleted, true);
+        }));
+
+      it("a delete of a dataview the store does not hold stores nothing", () =>
+        withStore(open, async (store) => {
+          await store.ingest({
+            entities: [],
+            samples: [],
+            dataviews: [dv(C, "rest-api", { deleted: ["r1"] })],
+          });
+          assert.deepEqual(await store.listEntities({ includeDeleted: true }), []);
+        }));
+
+      it("every entity of a probe shows the probe's host name and OS type as stored", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [
+                { ...up(A), attributes: { "svc.name": "a", "svc.probe": "p1", "user.Team": "x" } },
+                up(B),
+                up(C),
+              ],
+              samples: [],
+              probes: [probe({ at: "2024-01-01T00:00:00Z", hostname: "host-1", osType: "Linux" })],
+            },
+          ]);
+          const attrs = async (name: string) => (await store.getEntity(idOf(ids, name)))?.attributes;
+          assert.deepEqual(await attrs("a"), {
+            "svc.name": "a",
+            "svc.probe": "p1",
+            "svc.hostname": "host-1",
+            "svc.os-type": "Linux",
+            "user.Team": "x",
+          });
+          assert.equal((await attrs("b"))?.["svc.hostname"], "host-1");
+          assert.equal((await attrs("c"))?.["svc.hostname"], undefined, "another probe");
+          // A later probe message replaces the details, an older one does not; the fallback of
+          // metrics never replaces a probe message's.
+          await store.ingest({
+            entities: [],
+            samples: [],
+            probes: [
+              probe({ at: "2024-02-01T00:00:00Z", hostname: "host-2", osType: "Windows" }),
+              probe({ at: "2024-01-15T00:00:00Z", hostname: "host-old", osType: "Old" }),
+              probe({ at: "2024-03-01T00:00:00Z", osType: "Metrics", fallback: true }),
+            ],
+          });
+          const listed = (await store.listEntities({ includeDeleted: false })).find(
+            (e) => e.id === idOf(ids, "b"),
+          );
+          assert.equal(listed?.attributes["svc.hostname"], "host-2");
+          assert.equal(listed?.attributes["svc.os-type"], "Windows");
+          assert.deepEqual(await store.listProbes(), [
+            { gateway: "gw", probe: "p1", osType: "Windows", hostname: "host-2" },
+          ]);
+        }));
+
+      it("the fallback of metrics gives a probe's OS type until a probe message comes", () =>
+        withStore(open, async (store) => {
+          const ids = await load(store, [
+            {
+              entities: [],
+              samples: [sample(C, series("r1"), "2024-05-01T10:00:00Z", "1")],
+              probes: [probe({ probe: "p2", at: "2024-05-01T10:00:00Z", osType: "SunOS", fallback: true })],
+            },
+          ]);
+          const c = idOf(ids, "c");
+          assert.equal((await store.getEntity(c))?.attributes["svc.os-type"], "SunOS");
+          assert.equal((await store.getEntity(c))?.attributes["svc.hostname"], undefined);
+          await store.ingest({
+            entities: [],
+            samples: [],
+            probes: [probe({ probe: "p2", at: "2024-05-01T09:00:00Z", osType: "Linux", hostname: "h" })],
+          });
+          assert.equal((await store.getEntity(c))?.attributes["svc.os-type"], "Linux");
+          assert.equal((await store.getEntity(c))?.attributes["svc.hostname"], "h");
+        }));
     });
   });
 }

@@ -16,6 +16,7 @@ import {
   VARCHAR,
 } from "@duckdb/node-api";
 import { asEntityId, asEpochMs } from "../../../ids.js";
+import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SampleQuery } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
 
@@ -107,20 +108,22 @@ export function pageSamplesSql(query: SampleQuery): Statement {
 
 /** The distinct cell and headline names of some entities; numeric ones only unless asked. */
 export function metricNamesSql(entities: readonly number[], includeNonNumeric: boolean): Statement {
-  const numeric = includeNonNumeric
-    ? ""
-    : "AND EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.value IS NOT NULL)";
   return {
-    sql: `SELECT DISTINCT s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name = '' AS headline,
-                 s.column_name
-          FROM series s WHERE list_contains($entities, s.entity_id) ${numeric}`,
-    values: { entities: listValue([...entities]) },
+    sql: `${METRIC_NAMES_CTE("list_contains($entities, s.entity_id)")}
+          SELECT w.entity_id, w.sampler, w.sampler_type, w.dataview, w.row_name = '' AS headline, w.column_name,
+                 bool_or(w.is_numeric), w.dv, w.plugin, w.os_type, bool_or(w.dv_deleted OR e.is_deleted)
+          FROM w JOIN entities e ON e.id = w.entity_id
+          GROUP BY w.entity_id, w.sampler, w.sampler_type, w.dataview, w.row_name = '', w.column_name,
+                   w.dv, w.plugin, w.os_type
+          HAVING $include OR bool_or(w.is_numeric)`,
+    values: { entities: listValue([...entities]), include: includeNonNumeric },
     types: { entities: LIST(INTEGER) },
   };
 }
 
 export function metricName(row: JS[]): MetricName {
-  const [entity, sampler, samplerType, dataview, headline, column] = row;
+  const [entity, sampler, samplerType, dataview, headline, column, numeric, dv, plugin, osType, deleted] =
+    row;
   return {
     entityId: asEntityId(toNumber(entity ?? null) ?? 0),
     sampler: String(sampler),
@@ -128,6 +131,11 @@ export function metricName(row: JS[]): MetricName {
     dataview: String(dataview),
     headline: headline === true,
     column: String(column),
+    plugin: plugin === null || plugin === undefined ? null : String(plugin),
+    osType: osType === null || osType === undefined ? null : String(osType),
+    numeric: numeric === true,
+    dataviewId: toNumber(dv ?? null) ?? 0,
+    dataviewDeleted: deleted === true,
   };
 }
 

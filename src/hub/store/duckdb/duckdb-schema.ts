@@ -20,11 +20,78 @@
  * `minute` (led by the message's minute, so a backfill inserts them in order) for a file that holds
  * no digest yet, `sha` for one that does, whose digests must stay recognised
  * ({@link RECORD_DIGEST_FORM}).
+ *
+ * Version 5 keeps what the hub says of a metric and an entity in the store (DESIGN 5.1):
+ * `dataviews` (the store's id of each entity's sampler, type and dataview, with the plug-in and OS
+ * type its messages carried last), `dataview_deletes` (rows deleted since their last update),
+ * `numeric_series` (the series that have ever held a number) and `probes` (a probe's OS type and
+ * host name, no longer copied into each entity's attributes). `migrate()` fills them from a
+ * version-4 file ({@link MIGRATE_TO_STORED_NAMES}, then the probe details move out of the
+ * attributes, duckdb-store.ts); the plug-in of existing dataviews stays unknown (null) until a
+ * message carries it.
  */
 import { DIGEST_FORM_SETTING, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 4;
+export const DUCKDB_SCHEMA_VERSION = 5;
+
+/** Raised, never lowered: an older release must not mark a newer file as its own version. */
+export const RAISE_SCHEMA_VERSION = `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}')
+   ON CONFLICT (key) DO UPDATE SET value = excluded.value
+   WHERE TRY_CAST(store_meta.value AS INTEGER) < ${DUCKDB_SCHEMA_VERSION}`;
+
+/** Version 5's tables (see the module comment). */
+const STORED_NAMES_SCHEMA: readonly string[] = [
+  "CREATE SEQUENCE IF NOT EXISTS dataview_id_seq START 1",
+  `CREATE TABLE IF NOT EXISTS dataviews (
+     id INTEGER PRIMARY KEY DEFAULT nextval('dataview_id_seq'),
+     entity_id INTEGER NOT NULL,
+     sampler VARCHAR NOT NULL,
+     sampler_type VARCHAR NOT NULL,
+     dataview VARCHAR NOT NULL,
+     plugin VARCHAR,
+     os_type VARCHAR,
+     UNIQUE (entity_id, sampler, sampler_type, dataview)
+   )`,
+  // No key: a row deleted, updated and deleted again in one transaction would meet DuckDB's false
+  // unique-key violation of an index (see message_ranges); writes delete a row's entry first.
+  `CREATE TABLE IF NOT EXISTS dataview_deletes (
+     dataview_id INTEGER NOT NULL,
+     row_name VARCHAR NOT NULL
+   )`,
+  // A series is here once it has held a number; never removed (retention keeps the flag).
+  "CREATE TABLE IF NOT EXISTS numeric_series (series_id INTEGER PRIMARY KEY)",
+  `CREATE TABLE IF NOT EXISTS probes (
+     gateway VARCHAR NOT NULL,
+     probe VARCHAR NOT NULL,
+     os_type VARCHAR,
+     hostname VARCHAR,
+     updated_ms BIGINT NOT NULL,
+     PRIMARY KEY (gateway, probe)
+   )`,
+];
+
+/** The `updated_ms` of a probe row made from metrics or moved out of attributes: older than any message. */
+export const FALLBACK_PROBE_MS = -8_640_000_000_000_000;
+
+/** Whether the file holds data of a version before 5 (its `store_meta` says so); run before the schema. */
+export const READ_SCHEMA_VERSION = `SELECT TRY_CAST(value AS INTEGER) AS v FROM store_meta WHERE key = 'schema_version'`;
+export const HAS_STORE_META =
+  "SELECT count(*) AS n FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'store_meta'";
+
+/**
+ * Fills version 5's tables from a version-4 file's series and samples: a dataview row for each
+ * dataview of the series (ids in name order), and the numeric flag of every series that holds a
+ * numeric sample.
+ */
+export const MIGRATE_TO_STORED_NAMES: readonly string[] = [
+  `INSERT INTO dataviews (entity_id, sampler, sampler_type, dataview)
+   SELECT entity_id, sampler, sampler_type, dataview FROM series
+   GROUP BY ALL ORDER BY entity_id, sampler, sampler_type, dataview
+   ON CONFLICT DO NOTHING`,
+  `INSERT INTO numeric_series SELECT DISTINCT series_id FROM samples WHERE value IS NOT NULL
+   ON CONFLICT DO NOTHING`,
+];
 
 /** The DDL `migrate()` runs in order; each statement is a no-op when its object exists. */
 export const DUCKDB_SCHEMA: readonly string[] = [
@@ -32,10 +99,7 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      key VARCHAR PRIMARY KEY,
      value VARCHAR NOT NULL
    )`,
-  // Raised, never lowered: an older release must not mark a newer file as its own version.
-  `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}')
-   ON CONFLICT (key) DO UPDATE SET value = excluded.value
-   WHERE TRY_CAST(store_meta.value AS INTEGER) < ${DUCKDB_SCHEMA_VERSION}`,
+  RAISE_SCHEMA_VERSION,
   "CREATE SEQUENCE IF NOT EXISTS entity_id_seq START 1",
   `CREATE TABLE IF NOT EXISTS entities (
      id INTEGER PRIMARY KEY DEFAULT nextval('entity_id_seq'),
@@ -97,6 +161,7 @@ export const DUCKDB_SCHEMA: readonly string[] = [
   // The first 128 bits of the SHA-256 of messages that carry no id (backfilled files), as a signed
   // integer (duckdb-claims.ts `digestOf`); never updated, so indexed.
   "CREATE TABLE IF NOT EXISTS message_digests (digest HUGEINT PRIMARY KEY)",
+  ...STORED_NAMES_SCHEMA,
 ];
 
 /**

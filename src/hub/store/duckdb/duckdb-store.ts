@@ -35,11 +35,13 @@ import {
   INTEGER,
   type JS,
   TIMESTAMPTZ,
+  VARCHAR,
 } from "@duckdb/node-api";
 import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
+import { applyDataviews, type DataviewState, stripProbeDetails, withProbe } from "../dataviews.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
@@ -53,6 +55,7 @@ import type {
   MetricName,
   MetricQueryPlan,
   MetricQueryRow,
+  ProbeRecord,
   RowNameQuery,
   SamplePage,
   SampleQuery,
@@ -85,9 +88,14 @@ import {
 } from "./duckdb-queries.js";
 import {
   DUCKDB_SCHEMA,
+  FALLBACK_PROBE_MS,
   HAS_MESSAGE_HASHES,
+  HAS_STORE_META,
   MIGRATE_MESSAGE_HASHES,
+  MIGRATE_TO_STORED_NAMES,
+  RAISE_SCHEMA_VERSION,
   READ_DIGEST_FORM,
+  READ_SCHEMA_VERSION,
   RECORD_DIGEST_FORM,
 } from "./duckdb-schema.js";
 import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings, olderFormat } from "./duckdb-settings.js";
@@ -225,6 +233,7 @@ class DuckDbStore implements Store {
   private entities = new Map<string, EntityState>();
   private readonly series: RecencyCache<string, RowSeries>;
   private readonly seriesCounts = new Map<EntityId, number>();
+  private readonly dataviews = new Map<string, DataviewState>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
   /** How the file keeps message digests (message-digest.ts), read with the caches. */
@@ -282,8 +291,14 @@ class DuckDbStore implements Store {
 
   /** The schema statements and the caches: what `migrate()` and each reopen run. */
   private async setUp(): Promise<void> {
-    for (const statement of DUCKDB_SCHEMA) await this.writer.run(statement);
+    const before = await this.storedVersion();
+    // A file before version 5 is raised only once its data has moved (migrateToStoredNames).
+    const older = before !== undefined && before < 5;
+    for (const statement of DUCKDB_SCHEMA) {
+      if (!(older && statement === RAISE_SCHEMA_VERSION)) await this.writer.run(statement);
+    }
     await this.migrateMessageHashes();
+    if (older) await this.migrateToStoredNames();
     await this.writer.run(RECORD_DIGEST_FORM);
     await this.loadCaches();
   }
@@ -377,6 +392,59 @@ class DuckDbStore implements Store {
     ];
   }
 
+  /** The schema version the file records; undefined for a new file. */
+  private async storedVersion(): Promise<number | undefined> {
+    const meta = await this.writer.runAndReadAll(HAS_STORE_META);
+    if (Number(meta.getRowObjectsJS()[0]?.n ?? 0) === 0) return undefined;
+    const v = (await this.writer.runAndReadAll(READ_SCHEMA_VERSION)).getRowsJS()[0]?.[0];
+    return v === null || v === undefined ? undefined : Number(v);
+  }
+
+  /**
+   * Schema version 5 (duckdb-schema.ts), in one transaction with raising the version: dataview
+   * rows and numeric flags from the stored series and samples, and the probe details moved out of
+   * the entities' attributes into `probes` (the values of the entity updated last, per probe).
+   */
+  private async migrateToStoredNames(): Promise<void> {
+    await this.writer.run("BEGIN TRANSACTION");
+    try {
+      for (const statement of MIGRATE_TO_STORED_NAMES) await this.writer.run(statement);
+      const r = await this.writer.runAndReadAll(
+        `SELECT id, gateway, probe, CAST(attributes AS VARCHAR) FROM entities
+         WHERE CAST(attributes AS VARCHAR) LIKE '%"svc.os-type"%' OR CAST(attributes AS VARCHAR) LIKE '%"svc.hostname"%'
+         ORDER BY updated_at, id`,
+      );
+      const probes = new Map<string, ProbeRecord>();
+      for (const [id, gateway, probe, text] of r.getRowsJS()) {
+        const moved = stripProbeDetails(String(text));
+        if (moved === undefined) continue;
+        probes.set(JSON.stringify([String(gateway), String(probe)]), {
+          gateway: String(gateway),
+          probe: String(probe),
+          osType: moved.osType,
+          hostname: moved.hostname,
+        });
+        await this.writer.run(
+          "UPDATE entities SET attributes = $attributes WHERE id = $id",
+          { attributes: moved.attributes, id: Number(id) },
+          { id: INTEGER },
+        );
+      }
+      for (const p of probes.values()) {
+        await this.writer.run(
+          `INSERT INTO probes VALUES ($gateway, $probe, $os, $host, ${FALLBACK_PROBE_MS}) ON CONFLICT DO NOTHING`,
+          { gateway: p.gateway, probe: p.probe, os: p.osType, host: p.hostname },
+          { os: VARCHAR, host: VARCHAR },
+        );
+      }
+      await this.writer.run(RAISE_SCHEMA_VERSION);
+      await this.writer.run("COMMIT");
+    } catch (error) {
+      await this.writer.run("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Schema version 3 (duckdb-schema.ts): a version-2 file's hashes move to `message_digests`. */
   private async migrateMessageHashes(): Promise<void> {
     const found = await this.writer.runAndReadAll(HAS_MESSAGE_HASHES);
@@ -443,6 +511,7 @@ class DuckDbStore implements Store {
         series: this.series,
         seriesCounts: this.seriesCounts,
         digestForm: this.digestForm,
+        dataviews: this.dataviews,
       },
       this.maxSeriesPerEntity,
       optimistic,
@@ -507,12 +576,14 @@ class DuckDbStore implements Store {
    * starts and answers on a file whose attributes outgrew `memory_limit`.
    */
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]> {
-    const where = options.includeDeleted ? "" : "WHERE NOT is_deleted";
+    const where = options.includeDeleted ? "" : "WHERE NOT e.is_deleted";
     return this.read(async () => {
       if (!this.entityByEntity) {
         try {
           const r = await this.reader.runAndReadAll(
-            `SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities ${where} ORDER BY id`,
+            `SELECT e.id, CAST(e.attributes AS VARCHAR), e.is_deleted, p.gateway IS NOT NULL, p.os_type, p.hostname
+             FROM entities e LEFT JOIN probes p ON p.gateway = e.gateway AND p.probe = e.probe
+             ${where} ORDER BY e.id`,
           );
           return r.getRowsJS().map(entityRecord);
         } catch (error) {
@@ -520,7 +591,7 @@ class DuckDbStore implements Store {
           this.entityByEntity = true;
         }
       }
-      const ids = await this.reader.runAndReadAll(`SELECT id FROM entities ${where} ORDER BY id`);
+      const ids = await this.reader.runAndReadAll(`SELECT id FROM entities e ${where} ORDER BY id`);
       const one = await this.reader.prepare(ENTITY_BY_ID_SQL);
       try {
         const records: EntityRecord[] = [];
@@ -540,6 +611,20 @@ class DuckDbStore implements Store {
       const r = await this.reader.runAndReadAll(ENTITY_BY_ID_SQL, [id], [INTEGER]);
       const row = r.getRowsJS()[0];
       return row === undefined ? undefined : entityRecord(row);
+    });
+  }
+
+  listProbes(): Promise<ProbeRecord[]> {
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(
+        "SELECT gateway, probe, os_type, hostname FROM probes ORDER BY gateway, probe",
+      );
+      return r.getRowsJS().map(([gateway, probe, osType, hostname]) => ({
+        gateway: String(gateway),
+        probe: String(probe),
+        osType: osType === null || osType === undefined ? null : String(osType),
+        hostname: hostname === null || hostname === undefined ? null : String(hostname),
+      }));
     });
   }
 
@@ -708,6 +793,7 @@ class DuckDbStore implements Store {
     this.entities = entities;
     this.series.clear();
     this.seriesCounts.clear();
+    this.dataviews.clear();
     this.cachesLoaded = true;
   }
 
@@ -716,6 +802,7 @@ class DuckDbStore implements Store {
     for (const [k, v] of pending.entities) this.entities.set(k, v);
     applyRowSeries(this.series, pending.series);
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);
+    applyDataviews(this.dataviews, pending.dataviews);
     const span = pending.span;
     if (span === null) return;
     if (this.sampleSpan === null) this.sampleSpan = { ...span };
@@ -727,7 +814,9 @@ class DuckDbStore implements Store {
 }
 
 /** One entity by its primary key: an index lookup that reads that row only. */
-const ENTITY_BY_ID_SQL = "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id = $1";
+const ENTITY_BY_ID_SQL = `SELECT e.id, CAST(e.attributes AS VARCHAR), e.is_deleted, p.gateway IS NOT NULL,
+    p.os_type, p.hostname
+  FROM entities e LEFT JOIN probes p ON p.gateway = e.gateway AND p.probe = e.probe WHERE e.id = $1`;
 
 async function readEntity(statement: DuckDBPreparedStatement, id: number): Promise<EntityRecord | undefined> {
   statement.bind([id], [INTEGER]);
@@ -736,10 +825,18 @@ async function readEntity(statement: DuckDBPreparedStatement, id: number): Promi
 }
 
 function entityRecord(row: JS[]): EntityRecord {
-  const [id, attributes, isDeleted] = row;
+  const [id, attributes, isDeleted, hasProbe, osType, hostname] = row;
+  const stored = JSON.parse(String(attributes)) as Record<string, string>;
+  const probe =
+    hasProbe === true
+      ? {
+          osType: osType === null || osType === undefined ? null : String(osType),
+          hostname: hostname === null || hostname === undefined ? null : String(hostname),
+        }
+      : undefined;
   return {
     id: asEntityId(Number(id)),
-    attributes: JSON.parse(String(attributes)) as Record<string, string>,
+    attributes: withProbe(stored, probe),
     isDeleted: isDeleted === true,
   };
 }

@@ -37,16 +37,19 @@ import {
   checkText,
   checkTime,
 } from "../data-checks.js";
+import { type DataviewState, dataviewChanges, dataviewKeyString, deletedAfter } from "../dataviews.js";
 import type { DigestForm } from "../message-digest.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { rowSeriesOf } from "../row-series.js";
 import { sampleRowsOf } from "../sample-rows.js";
 import {
+  type DataviewInput,
   type EntityKey,
   type EntityUpsert,
   type IngestBatch,
   type MessageKey,
+  type ProbeUpsert,
   type RowNames,
   type SampleRows,
   type SeriesKey,
@@ -56,6 +59,7 @@ import {
 import { appendChunks, appendRows, sampleChunks, timestampTz, toNumber } from "./duckdb-append.js";
 import { claimMessageKeys, planOptimisticClaim } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
+import { FALLBACK_PROBE_MS } from "./duckdb-schema.js";
 
 export interface EntityState {
   readonly id: EntityId;
@@ -78,13 +82,17 @@ export interface StoreCaches {
   readonly entities: ReadonlyMap<string, EntityState>;
   /**
    * Series ids by row ({@link rowKeyString}) and then column name, bounded by the series it holds; a
-   * miss is looked up in the database. The store changes these maps only after a COMMIT.
+   * miss is looked up in the database. The store changes these maps only after a COMMIT. An id is
+   * held negated while the series has held no number (`numeric_series`): a numeric sample of it
+   * then flips the flag, once, at the cost of one sign test per sample.
    */
   readonly series: RecencyCache<string, ReadonlyMap<string, number>>;
   /** Series per entity, for the entities that needed a count so far (bounded by the entities). */
   readonly seriesCounts: ReadonlyMap<EntityId, number>;
   /** How the store keeps message digests (message-digest.ts), fixed when it was created. */
   readonly digestForm: DigestForm;
+  /** Dataview rows by {@link dataviewKeyString} (dataviews.ts), bounded. */
+  readonly dataviews: ReadonlyMap<string, DataviewState>;
 }
 
 /** What a transaction learnt, applied to {@link StoreCaches} once it commits. */
@@ -93,6 +101,7 @@ export interface PendingChanges {
   /** New series ids, and ids read from the database, by row key and column name. */
   readonly series: Map<string, Map<string, number>>;
   readonly seriesCounts: Map<EntityId, number>;
+  readonly dataviews: Map<string, DataviewState>;
   span: SampleSpan | null;
 }
 
@@ -124,6 +133,10 @@ interface SeriesSlot {
   id: number | undefined;
   /** The id came from the database lookup: remember it in the cache after COMMIT. */
   lookedUp: boolean;
+  /** A cell of this write holds a number. */
+  numeric: boolean;
+  /** The database has the series as numeric already (a looked-up one). */
+  storedNumeric: boolean;
 }
 
 /** The series a write found in the caches, and the ones it still has to look up or create. */
@@ -136,6 +149,8 @@ interface CachedSeries {
   readonly missSlots: number[];
   /** The slots of entities that exist: looked up in the database. */
   readonly misses: SeriesSlot[];
+  /** Cached series not yet numeric that a cell of this write gives a number, with their row and column. */
+  readonly flips: { readonly id: number; readonly rowKey: string; readonly column: string }[];
 }
 
 /** What a write works out before its turn on the connection (see `write`). */
@@ -161,6 +176,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     entities: new Map(),
     series: new Map(),
     seriesCounts: new Map(),
+    dataviews: new Map(),
     span: null,
   };
 
@@ -241,6 +257,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       for (let c = row.start; c < row.end; c++) checkText("sample text", cells.cells.text(c));
     }
     for (const event of batch.events ?? []) checkEvent(event);
+    for (const probe of batch.probes ?? []) checkProbe(probe);
+    for (const dataview of batch.dataviews ?? []) checkDataview(dataview);
     const cached = this.cachedSeries(cells);
     if (!early || cached.slots.length > 0) return { batch, cells, cached, chunks: undefined };
     const rest = sampleChunks(cells, cached.ids);
@@ -268,17 +286,21 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
 
   private async writeBatch({ batch, cells, cached, chunks }: PreparedWrite): Promise<void> {
     const events = batch.events ?? [];
-    const { slots, ids, missCells, missSlots, counts } = await this.resolveSeries(cached);
+    const { slots, ids, missCells, missSlots, counts, flips } = await this.resolveSeries(cached);
 
     try {
+      for (const probe of batch.probes ?? []) await this.upsertProbe(probe);
       for (const upsert of batch.entities) await this.upsertEntity(upsert);
       await this.appendSeries(slots, counts);
+      await this.markNumeric(slots, flips);
       for (let m = 0; m < missCells.length; m++) {
         const id = slots[missSlots[m] as number]?.id;
         if (id === undefined) throw new Error("internal: a sample's series has no id");
         ids[missCells[m] as number] = id;
       }
       await this.appendSamples(cells, chunks ?? sampleChunks(cells, ids));
+      if (batch.dataviews !== undefined && batch.dataviews.length > 0)
+        await this.writeDataviews(batch.dataviews);
       if (events.length > 0) {
         const entities: (EntityId | null)[] = [];
         for (const event of events) {
@@ -313,6 +335,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     const missCells: number[] = [];
     const missSlots: number[] = [];
     const misses: SeriesSlot[] = [];
+    const flips: CachedSeries["flips"][number][] = [];
     const columns = cells.cells;
     // Rows of one message or entity usually share their entity key object: resolve it once for a run.
     let lastEntity: EntityKey | undefined;
@@ -334,7 +357,13 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         // The common case, a series stored before: no slot, no check (what was stored is valid).
         const hit = mine?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {
-          ids[c] = hit;
+          if (hit > 0) ids[c] = hit;
+          else {
+            // A series that has held no number yet: this cell may flip it.
+            ids[c] = -hit;
+            if (!Number.isNaN(columns.value(c)) && rowKey !== undefined)
+              flips.push({ id: -hit, rowKey, column });
+          }
           continue;
         }
         // A series of an entity this write creates is new; the prefix keeps its key apart from ids.
@@ -361,6 +390,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
             series,
             id: undefined,
             lookedUp: false,
+            numeric: false,
+            storedNumeric: false,
           };
           // Not cached: checked before use, and looked up in the database when its entity exists.
           checkSeriesKey(series);
@@ -368,11 +399,12 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
           else misses.push(entry);
           slots.push(entry);
         }
+        if (!Number.isNaN(columns.value(c))) (slots[slot] as SeriesSlot).numeric = true;
         missCells.push(c);
         missSlots.push(slot);
       }
     }
-    return { slots, ids, missCells, missSlots, misses };
+    return { slots, ids, missCells, missSlots, misses, flips };
   }
 
   /**
@@ -385,6 +417,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     missCells,
     missSlots,
     misses,
+    flips,
   }: CachedSeries): Promise<Omit<CachedSeries, "misses"> & { counts: Map<string, number> }> {
     if (misses.length > 0) await this.lookupSeries(misses);
 
@@ -397,7 +430,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       else a.count += 1;
     }
     const counts = new Map<string, number>();
-    const result = { slots, ids, missCells, missSlots, counts };
+    const result = { slots, ids, missCells, missSlots, counts, flips };
     if (added.size === 0) return result;
     const unknown: EntityId[] = [];
     for (const { id } of added.values()) {
@@ -433,7 +466,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     const texts = LIST(VARCHAR);
     const column = (pick: (s: SeriesKey) => string) => listValue(misses.map((m) => pick(m.series)));
     const r = await this.c.runAndReadAll(
-      `SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name
+      `SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name,
+              EXISTS (SELECT 1 FROM numeric_series n WHERE n.series_id = s.id)
        FROM series s
        JOIN (SELECT unnest($entity) AS entity_id, unnest($sampler) AS sampler,
                     unnest($samplerType) AS sampler_type, unnest($dataview) AS dataview,
@@ -456,7 +490,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         column: texts,
       },
     );
-    for (const [id, entity, sampler, samplerType, dataview, row, col] of r.getRowsJS()) {
+    for (const [id, entity, sampler, samplerType, dataview, row, col, numeric] of r.getRowsJS()) {
       const rowKey = rowKeyString(asEntityId(toNumber(entity ?? null) ?? 0), {
         sampler: String(sampler),
         samplerType: String(samplerType),
@@ -468,6 +502,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       if (slot === undefined) continue;
       slot.id = toNumber(id ?? null) ?? undefined;
       slot.lookedUp = true;
+      slot.storedNumeric = numeric === true;
     }
   }
 
@@ -579,7 +614,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     const fresh = slots.filter((slot) => slot.id === undefined);
     for (const slot of slots) {
       if (slot.lookedUp && slot.rowKey !== undefined && slot.id !== undefined) {
-        this.pendingRow(slot.rowKey).set(slot.series.column, slot.id);
+        const numeric = slot.numeric || slot.storedNumeric;
+        this.pendingRow(slot.rowKey).set(slot.series.column, numeric ? slot.id : -slot.id);
       }
     }
     if (fresh.length === 0) return;
@@ -590,13 +626,154 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       const id = ids[i] as number;
       slot.id = id;
       const s = slot.series;
-      this.pendingRow(slot.rowKey ?? rowKeyString(entity, s)).set(s.column, id);
+      this.pendingRow(slot.rowKey ?? rowKeyString(entity, s)).set(s.column, slot.numeric ? id : -id);
       rows.push([id, entity, s.sampler, s.samplerType, s.dataview, s.row, s.column]);
     }
     await appendRows(this.c, "series", [INTEGER, INTEGER, VARCHAR, VARCHAR, VARCHAR, VARCHAR, VARCHAR], rows);
+    // Every series has its dataview row (its id, DESIGN 5.1 `includeMappings`).
+    const dataviews = new Map<string, DuckDBValue[]>();
+    for (const [i, row] of rows.entries()) {
+      const slot = fresh[i] as SeriesSlot;
+      dataviews.set(dataviewKeyString(slot.entity, slot.series), row.slice(1, 5));
+    }
+    const list = [...dataviews.values()];
+    await this.c.run(
+      `INSERT INTO dataviews (entity_id, sampler, sampler_type, dataview)
+       SELECT unnest($entity), unnest($sampler), unnest($samplerType), unnest($dataview)
+       ON CONFLICT DO NOTHING`,
+      {
+        entity: listValue(list.map((d) => d[0] ?? null)),
+        sampler: listValue(list.map((d) => d[1] ?? null)),
+        samplerType: listValue(list.map((d) => d[2] ?? null)),
+        dataview: listValue(list.map((d) => d[3] ?? null)),
+      },
+      { entity: LIST(INTEGER), sampler: LIST(VARCHAR), samplerType: LIST(VARCHAR), dataview: LIST(VARCHAR) },
+    );
     for (const [entityKey, count] of counts) {
       const entity = this.entityOf(entityKey);
       if (entity !== undefined) this.pending.seriesCounts.set(entity.id, count);
+    }
+  }
+
+  /**
+   * Marks as numeric the new series that a cell of this write gives a number, the looked-up ones
+   * not marked yet, and the cached ones that flip (`flips`): one statement, only when there is any.
+   */
+  private async markNumeric(slots: readonly SeriesSlot[], flips: CachedSeries["flips"]): Promise<void> {
+    const ids = new Set<number>();
+    for (const slot of slots) {
+      if (slot.numeric && !slot.storedNumeric && slot.id !== undefined) ids.add(slot.id);
+    }
+    for (const flip of flips) ids.add(flip.id);
+    if (ids.size === 0) return;
+    await this.c.run(
+      "INSERT INTO numeric_series SELECT unnest($ids) ON CONFLICT DO NOTHING",
+      { ids: listValue([...ids]) },
+      { ids: LIST(INTEGER) },
+    );
+    for (const flip of flips) this.pendingRow(flip.rowKey).set(flip.column, flip.id);
+  }
+
+  /**
+   * Applies a probe's details: a probe message replaces what is stored unless it is older; the
+   * fallback from metrics is stored only when the probe has no row yet.
+   */
+  private async upsertProbe(p: ProbeUpsert): Promise<void> {
+    const values = {
+      gateway: p.gateway,
+      probe: p.probe,
+      os: p.osType === "" ? null : p.osType,
+      host: p.hostname === "" ? null : p.hostname,
+      at: p.fallback ? FALLBACK_PROBE_MS : p.at,
+    };
+    const types = { gateway: VARCHAR, probe: VARCHAR, os: VARCHAR, host: VARCHAR };
+    await this.c.run(
+      p.fallback
+        ? `INSERT INTO probes VALUES ($gateway, $probe, $os, $host, $at) ON CONFLICT DO NOTHING`
+        : `INSERT INTO probes VALUES ($gateway, $probe, $os, $host, $at)
+           ON CONFLICT (gateway, probe) DO UPDATE SET os_type = excluded.os_type,
+             hostname = excluded.hostname, updated_ms = excluded.updated_ms
+           WHERE probes.updated_ms <= excluded.updated_ms`,
+      values,
+      types,
+    );
+  }
+
+  /**
+   * Records the plug-in, OS type and deleted rows of the batch's dataviews, for those whose cached
+   * state they change (dataviews.ts): none for a batch of dataviews known and unchanged. A
+   * dataview of an entity the store does not hold (a delete of something never stored) is skipped.
+   */
+  private async writeDataviews(inputs: readonly DataviewInput[]): Promise<void> {
+    for (const input of inputs) {
+      const key = dataviewKeyString(input.entity, input);
+      const state = this.pending.dataviews.get(key) ?? this.caches.dataviews.get(key);
+      if (!dataviewChanges(state, input)) continue;
+      const entity = this.entityOf(entityKeyString(input.entity));
+      if (entity === undefined) continue;
+      const plugin = input.plugin;
+      const osType = input.osType;
+      let id: number;
+      let before: ReadonlySet<string>;
+      if (state === undefined) {
+        // Not cached: upserted, then its deleted rows read.
+        const r = await this.c.runAndReadAll(
+          `INSERT INTO dataviews (entity_id, sampler, sampler_type, dataview, plugin, os_type)
+           VALUES ($entity, $sampler, $type, $dataview, $plugin, $os)
+           ON CONFLICT (entity_id, sampler, sampler_type, dataview)
+           DO UPDATE SET plugin = excluded.plugin, os_type = excluded.os_type RETURNING id`,
+          {
+            entity: entity.id,
+            sampler: input.sampler,
+            type: input.samplerType,
+            dataview: input.dataview,
+            plugin,
+            os: osType,
+          },
+          {
+            entity: INTEGER,
+            sampler: VARCHAR,
+            type: VARCHAR,
+            dataview: VARCHAR,
+            plugin: VARCHAR,
+            os: VARCHAR,
+          },
+        );
+        id = toNumber(r.getRowsJS()[0]?.[0] ?? null) ?? 0;
+        const rows = await this.c.runAndReadAll(
+          "SELECT row_name FROM dataview_deletes WHERE dataview_id = $id",
+          { id },
+          { id: INTEGER },
+        );
+        before = new Set(rows.getRowsJS().map(([row]) => String(row)));
+      } else {
+        id = state.id;
+        before = state.deleted;
+        if (state.plugin !== plugin || state.osType !== osType) {
+          await this.c.run(
+            "UPDATE dataviews SET plugin = $plugin, os_type = $os WHERE id = $id",
+            { plugin, os: osType, id },
+            { plugin: VARCHAR, os: VARCHAR, id: INTEGER },
+          );
+        }
+      }
+      const deleted = deletedAfter(before, input);
+      const touched = [...input.updated.filter((row) => before.has(row)), ...input.deleted];
+      if (touched.length > 0) {
+        await this.c.run(
+          "DELETE FROM dataview_deletes WHERE dataview_id = $id AND list_contains($rows, row_name)",
+          { id, rows: listValue(touched) },
+          { id: INTEGER, rows: LIST(VARCHAR) },
+        );
+      }
+      if (input.deleted.length > 0) {
+        await this.c.run(
+          "INSERT INTO dataview_deletes SELECT $id, unnest($rows)",
+          { id, rows: listValue([...input.deleted]) },
+          { id: INTEGER, rows: LIST(VARCHAR) },
+        );
+      }
+      this.pending.dataviews.set(key, { id, plugin, osType, deleted });
     }
   }
 
@@ -612,4 +789,23 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     await appendChunks(this.c, "samples", chunks);
     this.pending.span = span;
   }
+}
+
+function checkProbe(p: ProbeUpsert): void {
+  checkText("gateway name", p.gateway);
+  checkText("probe name", p.probe);
+  checkText("probe OS type", p.osType);
+  if (p.hostname !== null) checkText("probe host name", p.hostname);
+  checkTime("probe update time", p.at);
+}
+
+function checkDataview(d: DataviewInput): void {
+  checkEntityKey(d.entity);
+  checkText("sampler name", d.sampler);
+  checkText("sampler type", d.samplerType);
+  checkText("dataview name", d.dataview);
+  checkText("plug-in name", d.plugin);
+  checkText("OS type", d.osType);
+  for (const row of d.updated) checkText("row name", row);
+  for (const row of d.deleted) checkText("row name", row);
 }

@@ -5,8 +5,10 @@
  * row names (`…/metrics/rows`). Every value from a request is a bound parameter; entity ids beyond
  * the `integer` range are dropped before they reach a statement (they name no entity).
  */
+
 import type { Sql } from "postgres";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
+import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SamplePage, SampleQuery } from "../store.js";
 import { MAX_INT4 } from "./postgres-events.js";
 
@@ -58,10 +60,7 @@ export async function listMetricNames(
 ): Promise<MetricName[]> {
   const ids = storableIds(query.entities);
   if (ids.length === 0) return [];
-  const numeric = query.includeNonNumeric
-    ? sql``
-    : sql`AND EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.value IS NOT NULL)`;
-  const rows = await sql<
+  const rows = await sql.unsafe<
     {
       entity_id: number;
       sampler: string;
@@ -69,10 +68,23 @@ export async function listMetricNames(
       dataview: string;
       headline: boolean;
       column_name: string;
+      is_numeric: boolean;
+      dv: number;
+      plugin: string | null;
+      os_type: string | null;
+      deleted: boolean;
     }[]
-  >`SELECT DISTINCT s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name = '' AS headline,
-           s.column_name
-    FROM series s WHERE s.entity_id = ANY(${ids}::int[]) ${numeric}`;
+  >(
+    `${METRIC_NAMES_CTE("s.entity_id = ANY($1::int[])")}
+     SELECT w.entity_id, w.sampler, w.sampler_type, w.dataview, w.row_name = '' AS headline, w.column_name,
+            bool_or(w.is_numeric) AS is_numeric, w.dv, w.plugin, w.os_type,
+            bool_or(w.dv_deleted OR e.is_deleted) AS deleted
+     FROM w JOIN entities e ON e.id = w.entity_id
+     GROUP BY w.entity_id, w.sampler, w.sampler_type, w.dataview, w.row_name = '', w.column_name,
+              w.dv, w.plugin, w.os_type
+     HAVING $2::boolean OR bool_or(w.is_numeric)`,
+    [ids, query.includeNonNumeric],
+  );
   return rows.map((r) => ({
     entityId: asEntityId(r.entity_id),
     sampler: r.sampler,
@@ -80,6 +92,11 @@ export async function listMetricNames(
     dataview: r.dataview,
     headline: r.headline,
     column: r.column_name,
+    plugin: r.plugin,
+    osType: r.os_type,
+    numeric: r.is_numeric,
+    dataviewId: r.dv,
+    dataviewDeleted: r.deleted,
   }));
 }
 

@@ -17,6 +17,7 @@ import postgres, { type Sql } from "postgres";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
 import { seriesLimits } from "../data-checks.js";
+import { applyDataviews, type DataviewState, withProbe } from "../dataviews.js";
 import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
@@ -31,6 +32,7 @@ import type {
   MetricName,
   MetricQueryPlan,
   MetricQueryRow,
+  ProbeRecord,
   RowNameQuery,
   SamplePage,
   SampleQuery,
@@ -97,6 +99,9 @@ interface EntityRow {
   id: number;
   attributes: string;
   is_deleted: boolean;
+  has_probe: boolean;
+  os_type: string | null;
+  hostname: string | null;
 }
 
 class PostgresStore implements Store {
@@ -105,6 +110,7 @@ class PostgresStore implements Store {
   private entities = new Map<string, EntityId>();
   private readonly series: RecencyCache<string, RowSeries>;
   private partitions = new Set<number>();
+  private readonly dataviews = new Map<string, DataviewState>();
   private cachesLoaded = false;
   /** How the database keeps message digests (message-digest.ts), read with the caches. */
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
@@ -163,6 +169,7 @@ class PostgresStore implements Store {
                 series: this.series,
                 partitions: this.partitions,
                 digestForm: this.digestForm,
+                dataviews: this.dataviews,
               },
               this.maxSeriesPerEntity,
             );
@@ -234,12 +241,11 @@ class PostgresStore implements Store {
 
   async listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]> {
     this.open();
-    const rows = options.includeDeleted
-      ? await this.sql<
-          EntityRow[]
-        >`SELECT id, attributes::text AS attributes, is_deleted FROM entities ORDER BY id`
-      : await this.sql<EntityRow[]>`SELECT id, attributes::text AS attributes, is_deleted FROM entities
-                                    WHERE NOT is_deleted ORDER BY id`;
+    const rows = await this.sql<EntityRow[]>`
+      SELECT e.id, e.attributes::text AS attributes, e.is_deleted, p.gateway IS NOT NULL AS has_probe,
+             p.os_type, p.hostname
+      FROM entities e LEFT JOIN probes p ON p.gateway = e.gateway AND p.probe = e.probe
+      WHERE ${options.includeDeleted} OR NOT e.is_deleted ORDER BY e.id`;
     return rows.map(entityRecord);
   }
 
@@ -247,8 +253,20 @@ class PostgresStore implements Store {
     this.open();
     if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) return undefined;
     const [row] = await this.sql<EntityRow[]>`
-      SELECT id, attributes::text AS attributes, is_deleted FROM entities WHERE id = ${id}`;
+      SELECT e.id, e.attributes::text AS attributes, e.is_deleted, p.gateway IS NOT NULL AS has_probe,
+             p.os_type, p.hostname
+      FROM entities e LEFT JOIN probes p ON p.gateway = e.gateway AND p.probe = e.probe
+      WHERE e.id = ${id}`;
     return row === undefined ? undefined : entityRecord(row);
+  }
+
+  async listProbes(): Promise<ProbeRecord[]> {
+    this.open();
+    const rows = await this.sql<
+      { gateway: string; probe: string; os_type: string | null; hostname: string | null }[]
+    >`
+      SELECT gateway, probe, os_type, hostname FROM probes ORDER BY gateway, probe`;
+    return rows.map((r) => ({ gateway: r.gateway, probe: r.probe, osType: r.os_type, hostname: r.hostname }));
   }
 
   async listSeries(entity: EntityId): Promise<SeriesInfo[]> {
@@ -362,6 +380,7 @@ class PostgresStore implements Store {
     this.entities = entities;
     this.partitions = await listPartitions(this.sql);
     this.series.clear();
+    this.dataviews.clear();
     this.cachesLoaded = true;
   }
 
@@ -369,6 +388,7 @@ class PostgresStore implements Store {
   private apply(pending: PgPending): void {
     for (const [k, v] of pending.entities) this.entities.set(k, v);
     applyRowSeries(this.series, pending.series);
+    applyDataviews(this.dataviews, pending.dataviews);
     for (const w of pending.partitions) this.partitions.add(w);
   }
 }
@@ -376,7 +396,10 @@ class PostgresStore implements Store {
 function entityRecord(row: EntityRow): EntityRecord {
   return {
     id: asEntityId(row.id),
-    attributes: JSON.parse(row.attributes) as Record<string, string>,
+    attributes: withProbe(
+      JSON.parse(row.attributes) as Record<string, string>,
+      row.has_probe ? { osType: row.os_type, hostname: row.hostname } : undefined,
+    ),
     isDeleted: row.is_deleted,
   };
 }

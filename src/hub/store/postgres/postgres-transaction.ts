@@ -21,16 +21,19 @@
 import type { PostgresError, Sql, TransactionSql } from "postgres";
 import { asEntityId, type EntityId } from "../../../ids.js";
 import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
+import { type DataviewState, dataviewChanges, dataviewKeyString, deletedAfter } from "../dataviews.js";
 import type { DigestForm } from "../message-digest.js";
 import { QueuedTransaction } from "../queued-transaction.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { type RowSeries, rowSeriesOf } from "../row-series.js";
 import { sampleRowsOf } from "../sample-rows.js";
 import {
+  type DataviewInput,
   type EntityKey,
   type EntityUpsert,
   type IngestBatch,
   type MessageKey,
+  type ProbeUpsert,
   type RowNames,
   type SampleRows,
   type SeriesKey,
@@ -43,6 +46,7 @@ import { closedSafe } from "./postgres-closed.js";
 import { copySamples } from "./postgres-copy.js";
 import { insertEvents } from "./postgres-events.js";
 import { createPartitions, createPartitionsInTransaction, weekOf } from "./postgres-partitions.js";
+import { FALLBACK_PROBE_MS } from "./postgres-schema.js";
 
 /** The caches of a PostgreSQL store, which a transaction reads and the store changes after COMMIT. */
 export interface PgCaches {
@@ -50,13 +54,16 @@ export interface PgCaches {
   readonly entities: ReadonlyMap<string, EntityId>;
   /**
    * Series ids by row (the row's {@link seriesPrefix}), then column (row-series.ts), bounded; a
-   * miss is looked up in the database.
+   * miss is looked up in the database. An id is held negated while the series has held no number
+   * (`numeric_series`): a numeric sample then flips the flag once (one sign test per sample).
    */
   readonly series: RecencyCache<string, RowSeries>;
   /** Weeks whose `samples` partition exists. */
   readonly partitions: ReadonlySet<number>;
   /** How the database keeps message digests (message-digest.ts), fixed when it was created. */
   readonly digestForm: DigestForm;
+  /** Dataview rows by {@link dataviewKeyString} (dataviews.ts), bounded. */
+  readonly dataviews: ReadonlyMap<string, DataviewState>;
 }
 
 /** What a transaction learnt, applied to {@link PgCaches} once it commits. */
@@ -65,6 +72,7 @@ export interface PgPending {
   /** By row, then column, as in {@link PgCaches.series}. */
   readonly series: Map<string, Map<string, number>>;
   readonly partitions: Set<number>;
+  readonly dataviews: Map<string, DataviewState>;
 }
 
 export const entityKeyString = (k: EntityKey): string =>
@@ -97,6 +105,10 @@ interface SeriesSlot {
   readonly cacheKey: string;
   readonly series: SeriesKey;
   id: number | undefined;
+  /** A cell of this write holds a number. */
+  numeric: boolean;
+  /** The database has the series as numeric already. */
+  storedNumeric: boolean;
 }
 
 interface SeriesRow {
@@ -107,10 +119,16 @@ interface SeriesRow {
   dataview: string;
   row_name: string;
   column_name: string;
+  is_numeric?: boolean;
 }
 
 export class PgTransaction extends QueuedTransaction implements StoreTransaction {
-  readonly pending: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
+  readonly pending: PgPending = {
+    entities: new Map(),
+    series: new Map(),
+    partitions: new Set(),
+    dataviews: new Map(),
+  };
   /** This transaction wrote into `samples` (then holds a lock on it): partitions are made in it. */
   private wroteSamples = false;
 
@@ -146,10 +164,20 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
 
     await this.ensurePartitions(cells);
 
-    const local: PgPending = { entities: new Map(), series: new Map(), partitions: new Set() };
+    const local: PgPending = {
+      entities: new Map(),
+      series: new Map(),
+      partitions: new Set(),
+      dataviews: new Map(),
+    };
+    const probes = batch.probes ?? [];
+    for (const p of probes) checkProbe(p);
+    const dataviews = batch.dataviews ?? [];
+    for (const d of dataviews) checkDataview(d);
     try {
       await this.sql.savepoint(
         closedSafe(async (sql) => {
+          for (const probe of sortedProbes(probes)) await upsertProbe(sql, probe);
           for (const upsert of sortedUpserts(batch.entities)) await this.upsertEntity(sql, upsert, local);
           const named = [...cells.rows.map((r) => r.entity), ...events.flatMap((e) => e.entity ?? [])];
           await this.createNamedEntities(sql, named, local);
@@ -164,6 +192,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
             );
             await insertEvents(sql, events, entityIds);
           }
+          if (dataviews.length > 0) await this.writeDataviews(sql, dataviews, local);
         }),
       );
     } catch (error) {
@@ -178,6 +207,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       const row = rowSeriesOf(this.pending.series, rowKey);
       for (const [column, id] of columns) row.set(column, id);
     }
+    for (const [k, v] of local.dataviews) this.pending.dataviews.set(k, v);
   }
 
   /**
@@ -281,6 +311,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     const slotOf = new Map<string, SeriesSlot>();
     const missCells: number[] = [];
     const missSlots: SeriesSlot[] = [];
+    const flips: { id: number; rowKey: string; column: string }[] = [];
     const columns = cells.cells;
     let lastEntity: EntityKey | undefined;
     let entityId: EntityId | undefined;
@@ -299,7 +330,12 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
         const column = columns.column(c);
         const hit = mine?.get(column) ?? pending?.get(column) ?? cached?.get(column);
         if (hit !== undefined) {
-          ids[c] = hit;
+          if (hit > 0) ids[c] = hit;
+          else {
+            // A series that has held no number yet: this cell may flip it.
+            ids[c] = -hit;
+            if (!Number.isNaN(columns.value(c))) flips.push({ id: -hit, rowKey, column });
+          }
           continue;
         }
         const cacheKey = seriesKeyOf(rowKey, column);
@@ -312,14 +348,25 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
             row: r.row,
             column,
           };
-          slot = { entityId, entity: r.entity, rowKey, cacheKey, series, id: undefined };
+          slot = {
+            entityId,
+            entity: r.entity,
+            rowKey,
+            cacheKey,
+            series,
+            id: undefined,
+            numeric: false,
+            storedNumeric: false,
+          };
           slotOf.set(cacheKey, slot);
           slots.push(slot);
         }
+        if (!Number.isNaN(columns.value(c))) slot.numeric = true;
         missCells.push(c);
         missSlots.push(slot);
       }
     }
+    const numeric = new Set<number>(flips.map((f) => f.id));
     if (slots.length > 0) {
       await this.lookupSeries(sql, slots);
       const fresh = slots.filter((slot) => slot.id === undefined);
@@ -329,11 +376,18 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       }
       for (const slot of slots) {
         if (slot.id === undefined) throw new Error("internal: a series has no id after its insert");
-        rowSeriesOf(local.series, slot.rowKey).set(slot.series.column, slot.id);
+        if (slot.numeric && !slot.storedNumeric) numeric.add(slot.id);
+        const known = slot.numeric || slot.storedNumeric;
+        rowSeriesOf(local.series, slot.rowKey).set(slot.series.column, known ? slot.id : -slot.id);
       }
       missCells.forEach((c, m) => {
         ids[c] = (missSlots[m] as SeriesSlot).id as number;
       });
+    }
+    if (numeric.size > 0) {
+      await sql`INSERT INTO numeric_series SELECT unnest(${[...numeric].sort((a, b) => a - b)}::int[])
+        ON CONFLICT DO NOTHING`;
+      for (const flip of flips) rowSeriesOf(local.series, flip.rowKey).set(flip.column, flip.id);
     }
     return ids;
   }
@@ -341,7 +395,8 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
   /** Finds stored ids of `slots` (this transaction's rows and other hubs' committed ones included). */
   private async lookupSeries(sql: TransactionSql, slots: readonly SeriesSlot[]): Promise<void> {
     const rows = await sql<SeriesRow[]>`
-      SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name
+      SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name,
+             EXISTS (SELECT 1 FROM numeric_series n WHERE n.series_id = s.id) AS is_numeric
       FROM series s
       JOIN unnest(${slots.map((x) => x.entityId)}::int[], ${slots.map((x) => x.series.sampler)}::text[],
                   ${slots.map((x) => x.series.samplerType)}::text[], ${slots.map((x) => x.series.dataview)}::text[],
@@ -397,6 +452,119 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     assignIds(sorted, rows);
     const raced = sorted.filter((slot) => slot.id === undefined);
     if (raced.length > 0) await this.lookupSeries(sql, raced);
+    // Every series has its dataview row (its id, DESIGN 5.1 `includeMappings`); in key order.
+    const dataviews = new Map<string, SeriesSlot>();
+    for (const slot of sorted)
+      dataviews.set(`${slot.entityId}|${dataviewKeyString(slot.entity, slot.series)}`, slot);
+    const list = [...dataviews.values()];
+    await sql`
+      INSERT INTO dataviews (entity_id, sampler, sampler_type, dataview)
+      SELECT * FROM unnest(${list.map((x) => x.entityId)}::int[], ${list.map((x) => x.series.sampler)}::text[],
+                           ${list.map((x) => x.series.samplerType)}::text[], ${list.map((x) => x.series.dataview)}::text[])
+      ON CONFLICT DO NOTHING`;
+  }
+
+  /**
+   * Records the plug-in, OS type and deleted rows of the batch's dataviews whose cached state they
+   * change (dataviews.ts). A dataview whose entity the store does not hold is skipped. The upsert
+   * reads back the deleted rows, so a hub that had not cached the dataview learns what another
+   * hub recorded.
+   */
+  private async writeDataviews(
+    sql: TransactionSql,
+    inputs: readonly DataviewInput[],
+    local: PgPending,
+  ): Promise<void> {
+    const work = inputs
+      .map((input) => ({ input, key: dataviewKeyString(input.entity, input) }))
+      .filter(({ input, key }) =>
+        dataviewChanges(
+          local.dataviews.get(key) ?? this.pending.dataviews.get(key) ?? this.caches.dataviews.get(key),
+          input,
+        ),
+      )
+      .sort((a, b) => byCodePoint(a.key, b.key));
+    for (const { input, key } of work) {
+      const entity = this.entityId(entityKeyString(input.entity), local);
+      if (entity === undefined) continue;
+      const [row] = await sql<{ id: number; deleted: string[] }[]>`
+        INSERT INTO dataviews AS d (entity_id, sampler, sampler_type, dataview, plugin, os_type)
+        VALUES (${entity}, ${input.sampler}, ${input.samplerType}, ${input.dataview}, ${input.plugin}, ${input.osType})
+        ON CONFLICT (entity_id, sampler, sampler_type, dataview) DO UPDATE SET
+          plugin = excluded.plugin, os_type = excluded.os_type
+        RETURNING id, ARRAY(SELECT row_name FROM dataview_deletes x WHERE x.dataview_id = d.id) AS deleted`;
+      if (row === undefined) throw new Error("internal: a dataview has no id after its upsert");
+      const before = new Set(row.deleted);
+      const deleted = deletedAfter(before, input);
+      const cleared = input.updated.filter((r) => before.has(r));
+      if (cleared.length > 0) {
+        await sql`DELETE FROM dataview_deletes WHERE dataview_id = ${row.id} AND row_name = ANY(${cleared}::text[])`;
+      }
+      if (input.deleted.length > 0) {
+        await sql`INSERT INTO dataview_deletes SELECT ${row.id}, unnest(${[...input.deleted]}::text[])
+          ON CONFLICT DO NOTHING`;
+      }
+      local.dataviews.set(key, { id: row.id, plugin: input.plugin, osType: input.osType, deleted });
+    }
+  }
+}
+
+/** Probes in key order (locks in one order across hubs), each probe's upserts still in order. */
+function sortedProbes(probes: readonly ProbeUpsert[]): ProbeUpsert[] {
+  return probes
+    .map((p, i) => ({ p, i, key: JSON.stringify([p.gateway, p.probe]) }))
+    .sort((a, b) => byCodePoint(a.key, b.key) || a.i - b.i)
+    .map(({ p }) => p);
+}
+
+/**
+ * A probe's details: a probe message replaces what is stored unless it is older (the test is in
+ * the statement, so it holds against another hub's write); the fallback from metrics is stored
+ * only when the probe has no row.
+ */
+async function upsertProbe(sql: TransactionSql, p: ProbeUpsert): Promise<void> {
+  const os = p.osType === "" ? null : p.osType;
+  const host = p.hostname === "" ? null : p.hostname;
+  if (p.fallback) {
+    await sql`INSERT INTO probes VALUES (${p.gateway}, ${p.probe}, ${os}, ${host}, ${FALLBACK_PROBE_MS})
+      ON CONFLICT DO NOTHING`;
+    return;
+  }
+  await sql`INSERT INTO probes AS p VALUES (${p.gateway}, ${p.probe}, ${os}, ${host}, ${p.at})
+    ON CONFLICT (gateway, probe) DO UPDATE SET os_type = excluded.os_type, hostname = excluded.hostname,
+      updated_ms = excluded.updated_ms
+    WHERE p.updated_ms <= excluded.updated_ms`;
+}
+
+function checkProbe(p: ProbeUpsert): void {
+  for (const [what, text] of [
+    ["gateway name", p.gateway],
+    ["probe name", p.probe],
+    ["probe OS type", p.osType],
+    ["probe host name", p.hostname ?? ""],
+  ] as const) {
+    checkText(what, text);
+    checkNoNul(what, text);
+  }
+  checkTime("probe update time", p.at);
+}
+
+function checkDataview(d: DataviewInput): void {
+  checkEntityKey(d.entity);
+  const texts: [string, string][] = [
+    ["gateway name", d.entity.gateway],
+    ["probe name", d.entity.probe],
+    ["managed entity name", d.entity.managedEntity],
+    ["sampler name", d.sampler],
+    ["sampler type", d.samplerType],
+    ["dataview name", d.dataview],
+    ["plug-in name", d.plugin],
+    ["OS type", d.osType],
+  ];
+  for (const row of [...d.updated, ...d.deleted]) texts.push(["row name", row]);
+  for (const [what, text] of texts) {
+    checkText(what, text);
+    checkNoNul(what, text);
   }
 }
 
@@ -436,7 +604,10 @@ function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): vo
       column: r.column_name,
     });
     const slot = byKey.get(key);
-    if (slot !== undefined) slot.id = r.id;
+    if (slot !== undefined) {
+      slot.id = r.id;
+      slot.storedNumeric = r.is_numeric === true;
+    }
   }
 }
 
