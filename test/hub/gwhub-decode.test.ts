@@ -523,19 +523,37 @@ describe("gwhub's calls decode into gwhub's shapes", () => {
   });
 
   // ---- includeMappings ------------------------------------------------------------------------
-  // EntitiesMetrics with includeMappings=true: each metric carries `mappings` (legacyPath,
-  // dataviewId, isDeleted). Enable once the store gives metric names their dataview ids
-  // (MetricName.dataviewId) and the metrics routes answer `mappings`.
-  test("EntitiesMetrics with includeMappings: GET /entities/metrics → []EntityMetric with Mappings", {
-    skip: "includeMappings is answered once the store provides dataview ids",
-  }, async () => {
-    const body = (await get("/v0/entities/metrics", [["includeMappings", "true"]])) as {
-      mappings: { legacyPath: string }[];
-    }[];
+  test("EntitiesMetrics with includeMappings: GET /entities/metrics → []EntityMetric with Mappings", async () => {
+    const body = (await get("/v0/entities/metrics", [
+      ["includeMappings", "true"],
+      ["includeNonNumeric", "true"],
+    ])) as { name: string; mappings: { legacyPath: string; dataviewId: number; isDeleted: boolean }[] }[];
     assertDecodes(body, slice(entityMetric(true)));
-    assert.ok(
-      body.every((m) => m.mappings.every((x) => x.legacyPath.startsWith('/geneos/gateway[(@name="GW")]'))),
+    const dataviewOf = (me: string) =>
+      `/geneos/gateway[(@name="GW")]/directory/probe[(@name="p1")]/managedEntity[(@name="${me}")]` +
+      '/sampler[(@name="orders")][(@type="")]/dataview[(@name="queue")]';
+    const latency = body.find((m) => m.name === LATENCY);
+    assert.deepEqual(
+      latency?.mappings.map((m) => m.legacyPath),
+      ["web-01", "web-02"].map(
+        (me) => `${dataviewOf(me)}/rows/row[(@name="{rowname}")]/cell[(@column="latency")]`,
+      ),
     );
+    const totalRows = body.find((m) => m.name === "orders/queue//totalRows");
+    assert.deepEqual(
+      totalRows?.mappings.map((m) => m.legacyPath),
+      [`${dataviewOf("web-01")}/headlines/cell[(@name="totalRows")]`],
+    );
+    // One id per dataview: web-01's latency, status and headlines share it; web-02's differs.
+    const ids = (name: string) => body.find((m) => m.name === name)?.mappings.map((m) => m.dataviewId);
+    const [web01Queue, web02Queue] = ids(LATENCY) ?? [];
+    assert.ok(Number.isInteger(web01Queue) && Number.isInteger(web02Queue) && web01Queue !== web02Queue);
+    assert.deepEqual(ids("orders/queue/{rowname}/status"), [web01Queue, web02Queue]);
+    assert.deepEqual(ids("orders/queue//totalRows"), [web01Queue]);
+    assert.ok(body.every((m) => m.mappings.every((x) => x.isDeleted === false)));
+    // Without the parameter, no mappings.
+    const plain = (await get("/v0/entities/metrics")) as object[];
+    assert.ok(plain.every((m) => !("mappings" in m)));
   });
 
   test("EntityMetricsRows: GET /entities/{id}/metrics/rows (path, updatedSince) → []string", async () => {

@@ -9,7 +9,12 @@ import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
 import type { EntityId } from "../../ids.js";
 import { compareCodePoints, compileFilter, FilterSyntaxError } from "../query/filter/filter.js";
-import { metricList, type samplerPluginLookup } from "../query/metric-names.js";
+import {
+  legacyPath,
+  type MetricMapping,
+  metricList,
+  type samplerPluginLookup,
+} from "../query/metric-names.js";
 import { parseCellReference } from "../query/metric-query.js";
 import { entitySummary, MAX_GROUP_BY, MAX_SAMPLE_ENTITIES } from "../query/summary.js";
 import type { CellSelector, EntityRecord, MetricName, Store } from "../store/store.js";
@@ -174,8 +179,25 @@ export function registerEntityRoutes(app: FastifyInstance, store: Store, options
       entities: entities.map((e) => e.id),
       includeNonNumeric: booleanParam(request, "includeNonNumeric"),
     });
-    if (plugin === undefined || plugin === "") return metricList(names, options.columnSchema);
     const byId = new Map(entities.map((e) => [e.id, e]));
+    const mappingOf = booleanParam(request, "includeMappings")
+      ? (name: MetricName): MetricMapping | undefined => {
+          const entity = byId.get(name.entityId);
+          if (entity === undefined) return undefined;
+          return {
+            legacyPath: legacyPath({
+              gateway: attributeOf(entity, "svc.gateway"),
+              probe: attributeOf(entity, "svc.probe"),
+              managedEntity: attributeOf(entity, "svc.name"),
+              ...name,
+            }),
+            dataviewId: name.dataviewId,
+            isDeleted: name.dataviewDeleted,
+          };
+        }
+      : undefined;
+    if (plugin === undefined || plugin === "")
+      return metricList(names, options.columnSchema, undefined, mappingOf);
     // The plug-in the messages carried (kept per dataview by the store); the setup's only when the
     // store does not know it (data stored before it kept plug-ins).
     const keep = (name: MetricName): boolean => {
@@ -190,7 +212,7 @@ export function registerEntityRoutes(app: FastifyInstance, store: Store, options
       );
       return found === plugin;
     };
-    return metricList(names, options.columnSchema, keep);
+    return metricList(names, options.columnSchema, keep, mappingOf);
   };
 
   resource(app, "/v0/entities/metrics", {

@@ -11,11 +11,51 @@ import type { ColumnSchema, Setup } from "../../config/setup.js";
 import type { CellSelector, MetricName } from "../store/store.js";
 import { compareCodePoints } from "./filter/filter.js";
 
-/** One listed metric. */
+/** Where a listed metric lives in Geneos terms (DESIGN 5.1 `includeMappings`). */
+export interface MetricMapping {
+  readonly legacyPath: string;
+  readonly dataviewId: number;
+  readonly isDeleted: boolean;
+}
+
+/** One listed metric; `mappings` only when asked for. */
 export interface MetricInfo {
   readonly name: string;
   readonly type: string;
   readonly unit: string;
+  readonly mappings?: MetricMapping[];
+}
+
+/**
+ * A name inside a Geneos XPath predicate, `[(@name="…")]`: the value is an XML attribute's, so `&`
+ * and `"` are written as the entities `&amp;` and `&quot;` (a name is data and may hold either).
+ */
+function xpathName(name: string): string {
+  return name.replaceAll("&", "&amp;").replaceAll('"', "&quot;");
+}
+
+/**
+ * The Geneos XPath of a listed metric on one entity (DESIGN 5.1 `includeMappings`): a table column
+ * with the row `{rowname}`, or a headline.
+ */
+export function legacyPath(cell: {
+  readonly gateway: string;
+  readonly probe: string;
+  readonly managedEntity: string;
+  readonly sampler: string;
+  readonly samplerType: string;
+  readonly dataview: string;
+  readonly headline: boolean;
+  readonly column: string;
+}): string {
+  const q = xpathName;
+  const dataview =
+    `/geneos/gateway[(@name="${q(cell.gateway)}")]/directory/probe[(@name="${q(cell.probe)}")]` +
+    `/managedEntity[(@name="${q(cell.managedEntity)}")]` +
+    `/sampler[(@name="${q(cell.sampler)}")][(@type="${q(cell.samplerType)}")]/dataview[(@name="${q(cell.dataview)}")]`;
+  return cell.headline
+    ? `${dataview}/headlines/cell[(@name="${q(cell.column)}")]`
+    : `${dataview}/rows/row[(@name="{rowname}")]/cell[(@column="${q(cell.column)}")]`;
 }
 
 /** Escapes what would change how a segment is read: `%`, `/`, wildcards, and `(` `)` of a sampler. */
@@ -53,37 +93,52 @@ export function cellReference(cell: {
  * The distinct metrics of `names`, sorted by name in code-point order. A name is numeric when any
  * entity's cells of it have held a number: then its type is the one its column declares in the
  * setup's data schema, else float64; otherwise `string`. The unit is the declared one, else none.
- * `keep` drops names first (the plugin filter).
+ * `keep` drops names first (the plugin filter). With `mappingOf`, each metric lists where it lives
+ * on each entity (one mapping per distinct path, sorted by path, then dataview id).
  */
 export function metricList(
   names: readonly MetricName[],
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
   keep: (name: MetricName) => boolean = () => true,
+  mappingOf?: (name: MetricName) => MetricMapping | undefined,
 ): MetricInfo[] {
-  const seen = new Map<string, { numeric: boolean; schema: ColumnSchema | undefined }>();
+  interface Listed {
+    numeric: boolean;
+    readonly schema: ColumnSchema | undefined;
+    readonly mappings: Map<string, MetricMapping>;
+  }
+  const seen = new Map<string, Listed>();
   for (const metric of names) {
     if (!keep(metric)) continue;
     const row = metric.headline ? "" : null;
     const name = cellReference({ ...metric, row });
-    const known = seen.get(name);
-    if (known !== undefined) {
-      known.numeric ||= metric.numeric;
-      continue;
+    let listed = seen.get(name);
+    if (listed === undefined) {
+      const schema = columnSchema({
+        sampler: metric.sampler,
+        samplerType: metric.samplerType,
+        dataview: metric.dataview,
+        row,
+        column: metric.column,
+      });
+      listed = { numeric: metric.numeric, schema, mappings: new Map() };
+      seen.set(name, listed);
+    } else listed.numeric ||= metric.numeric;
+    const mapping = mappingOf?.(metric);
+    if (mapping !== undefined) {
+      // The store lists rows folded, so a path comes once per entity; keyed all the same.
+      const key = `${mapping.legacyPath}\u0000${mapping.dataviewId}`;
+      if (!listed.mappings.has(key)) listed.mappings.set(key, mapping);
     }
-    const schema = columnSchema({
-      sampler: metric.sampler,
-      samplerType: metric.samplerType,
-      dataview: metric.dataview,
-      row,
-      column: metric.column,
-    });
-    seen.set(name, { numeric: metric.numeric, schema });
   }
+  const byPath = (a: MetricMapping, b: MetricMapping) =>
+    compareCodePoints(a.legacyPath, b.legacyPath) || a.dataviewId - b.dataviewId;
   return [...seen.entries()]
-    .map(([name, { numeric, schema }]) => ({
+    .map(([name, { numeric, schema, mappings }]) => ({
       name,
       type: numeric ? (schema?.type ?? "float64") : "string",
       unit: schema?.unit ?? "none",
+      ...(mappingOf === undefined ? {} : { mappings: [...mappings.values()].sort(byPath) }),
     }))
     .sort((a, b) => compareCodePoints(a.name, b.name));
 }

@@ -158,6 +158,42 @@ describe("metrics answered from what the hub stored (setup lists no probes or sa
     await start();
     await check();
   });
+
+  test("includeMappings: a dataview is deleted once every row of it is, and back with an update", async () => {
+    const backfill = async (messages: PublicV2Message[]) => {
+      const response = await fetch(`${base}/v0/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(messages),
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      assert.deepEqual(((await response.json()) as { rejected: unknown[] }).rejected, []);
+    };
+    const web01 = await entityId("web-01");
+    const mappings = async () =>
+      (
+        (await get(`/v0/entities/${web01}/metrics?includeMappings=true&includeNonNumeric=true`)) as {
+          mappings: { legacyPath: string; dataviewId: number; isDeleted: boolean }[];
+        }[]
+      ).flatMap((m) => m.mappings);
+    const before = await mappings();
+    assert.equal(before.length, 2);
+    assert.ok(before.every((m) => m.isDeleted === false && m.dataviewId === before[0]?.dataviewId));
+    const remove = (row: string, at: number) => ({
+      ...table("p1", "web-01", "rest-api", {}, at, row),
+      operation: "delete",
+    });
+    await backfill([remove("r1", T0 + 10_000) as PublicV2Message]);
+    assert.ok(
+      (await mappings()).every((m) => m.isDeleted === false),
+      "r2 is still there",
+    );
+    await backfill([remove("r2", T0 + 11_000) as PublicV2Message]);
+    const deleted = await mappings();
+    assert.ok(deleted.every((m) => m.isDeleted === true && m.dataviewId === before[0]?.dataviewId));
+    await backfill([table("p1", "web-01", "rest-api", { latency: "12", status: "ok" }, T0 + 12_000)]);
+    assert.deepEqual(await mappings(), before);
+  });
 });
 
 const reachable = await postgresReachable();

@@ -6,12 +6,33 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { cellReference } from "../../../src/hub/query/metric-names.js";
+import { cellReference, legacyPath } from "../../../src/hub/query/metric-names.js";
 import { parseCellReference } from "../../../src/hub/query/metric-query.js";
 import { targetMetric } from "../../../src/hub/query/records-query.js";
 import { entitySummary } from "../../../src/hub/query/summary.js";
 import type { EntityRecord } from "../../../src/hub/store/store.js";
 import { asEntityId } from "../../../src/ids.js";
+
+describe("legacyPath", () => {
+  const base = {
+    gateway: "GW1",
+    probe: "probe1",
+    managedEntity: "web-01",
+    sampler: "orders",
+    samplerType: "",
+    dataview: "queue",
+  };
+  const me =
+    '/geneos/gateway[(@name="GW1")]/directory/probe[(@name="probe1")]/managedEntity[(@name="web-01")]';
+  // biome-ignore format: one line per case (STYLE 16)
+  const cases: [string, Parameters<typeof legacyPath>[0], string][] = [
+    ["a table column (DESIGN 5.1's example)", { ...base, headline: false, column: "latency" }, `${me}/sampler[(@name="orders")][(@type="")]/dataview[(@name="queue")]/rows/row[(@name="{rowname}")]/cell[(@column="latency")]`],
+    ["a headline", { ...base, headline: true, column: "totalRows" }, `${me}/sampler[(@name="orders")][(@type="")]/dataview[(@name="queue")]/headlines/cell[(@name="totalRows")]`],
+    ["a sampler type", { ...base, samplerType: "linux", headline: false, column: "c" }, `${me}/sampler[(@name="orders")][(@type="linux")]/dataview[(@name="queue")]/rows/row[(@name="{rowname}")]/cell[(@column="c")]`],
+    ["quotes and ampersands as XML entities", { ...base, dataview: 'a "b" & c', headline: true, column: "/x]" }, `${me}/sampler[(@name="orders")][(@type="")]/dataview[(@name="a &quot;b&quot; &amp; c")]/headlines/cell[(@name="/x]")]`],
+  ];
+  for (const [name, cell, expected] of cases) test(name, () => assert.equal(legacyPath(cell), expected));
+});
 
 describe("cellReference", () => {
   // biome-ignore format: one line per case (STYLE 16)
