@@ -385,6 +385,13 @@ export interface Store {
   deleteBefore(cutoff: EpochMs): Promise<{ readonly samples: number; readonly events: number }>;
   listEntities(options: { includeDeleted: boolean }): Promise<EntityRecord[]>;
   getEntity(id: EntityId): Promise<EntityRecord | undefined>;
+  /**
+   * A text that changes whenever a committed transaction changed an entity (this hub's or, on a
+   * shared database, another's), cheap enough to ask before every entity request: the hub's entity
+   * cache (entity-cache.ts) reads the entities again when it moves. A store without it is read on
+   * every entity request.
+   */
+  entityVersion?(): Promise<string>;
   /** The series stored for one entity. */
   listSeries(entity: EntityId): Promise<SeriesInfo[]>;
   /**

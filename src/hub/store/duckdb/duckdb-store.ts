@@ -227,6 +227,12 @@ class DuckDbStore implements Store {
   private readonly seriesCounts = new Map<EntityId, number>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
+  /**
+   * Counts the committed transactions that wrote an entity, and each load of the caches: the entity
+   * version (`entityVersion`). The file is this process's alone (DuckDB locks it), so every change
+   * passes through `apply`.
+   */
+  private entityChanges = 0;
   /** How the file keeps message digests (message-digest.ts), read with the caches. */
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
@@ -535,6 +541,10 @@ class DuckDbStore implements Store {
     });
   }
 
+  entityVersion(): Promise<string> {
+    return Promise.resolve(`${this.reopens}:${this.entityChanges}`);
+  }
+
   getEntity(id: EntityId): Promise<EntityRecord | undefined> {
     return this.read(async () => {
       const r = await this.reader.runAndReadAll(ENTITY_BY_ID_SQL, [id], [INTEGER]);
@@ -704,6 +714,7 @@ class DuckDbStore implements Store {
     if (typeof form !== "string") throw new Error("the DuckDB store was used before migrate()");
     this.digestForm = digestForm(form);
     this.entities = entities;
+    this.entityChanges += 1;
     this.series.clear();
     this.seriesCounts.clear();
     this.cachesLoaded = true;
@@ -711,6 +722,7 @@ class DuckDbStore implements Store {
 
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PendingChanges): void {
+    if (pending.entities.size > 0) this.entityChanges += 1;
     for (const [k, v] of pending.entities) this.entities.set(k, v);
     applyRowSeries(this.series, pending.series);
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);

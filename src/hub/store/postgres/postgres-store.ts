@@ -243,6 +243,19 @@ class PostgresStore implements Store {
     return rows.map(entityRecord);
   }
 
+  /**
+   * The entity version: the count of entity rows and the sum of their `xmin`, the transaction that
+   * wrote each row version. A committed insert or update (by any hub) gives its rows a newer
+   * transaction id, so the sum moves; a freeze by VACUUM moves it too (one needless read). One pass
+   * over the table's heap, without reading the attributes' JSON.
+   */
+  async entityVersion(): Promise<string> {
+    this.open();
+    const [row] = await this.sql<{ n: string; x: string }[]>`
+      SELECT count(*)::text AS n, coalesce(sum(xmin::text::bigint), 0)::text AS x FROM entities`;
+    return `${row?.n ?? 0}:${row?.x ?? 0}`;
+  }
+
   async getEntity(id: EntityId): Promise<EntityRecord | undefined> {
     this.open();
     if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) return undefined;
