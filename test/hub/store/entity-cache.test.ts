@@ -63,7 +63,7 @@ describe("EntityCache on DuckDB", () => {
     await write(
       store,
       upsert("b", {}, 3, true),
-      upsert("c", { __proto__: "x" } as Record<string, string>, 3),
+      upsert("c", Object.fromEntries([["__proto__", "x"]]), 3),
     );
     assert.deepEqual(await view(cached), await view(store));
     assert.ok(cache.status().reads > reads);
