@@ -59,8 +59,10 @@ export interface EntityCacheStatus {
   readonly bytes: number;
   readonly maxEntries: number;
   readonly maxBytes: number;
-  /** Times the entities were read again because the store's entity version moved. */
+  /** Times every entity was read because the store's entity version moved. */
   readonly reads: number;
+  /** Times only the entities changed since were read (a store that can tell which: DuckDB). */
+  readonly updates: number;
 }
 
 export class EntityCache {
@@ -69,6 +71,7 @@ export class EntityCache {
   private overAt: { readonly version: string; readonly entities: number; readonly bytes: number } | undefined;
   private loading: Promise<Snapshot | undefined> | undefined;
   private reads = 0;
+  private updates = 0;
 
   constructor(
     private readonly store: Store,
@@ -97,6 +100,7 @@ export class EntityCache {
       maxEntries: this.options.maxEntries,
       maxBytes: this.options.maxBytes,
       reads: this.reads,
+      updates: this.updates,
     };
   }
 
@@ -137,16 +141,39 @@ export class EntityCache {
     }
   }
 
+  /**
+   * The entities of `version` or later: the held ones with those changed since read again, when the
+   * store can tell which (DuckDB); else every entity.
+   */
   private async load(version: string): Promise<Snapshot | undefined> {
-    this.snapshot = undefined; // released before the read, so two generations are never held at once
+    let previous = this.snapshot;
+    this.snapshot = undefined;
+    if (previous !== undefined && this.store.changedEntities !== undefined) {
+      const changed = await this.store.changedEntities(previous.version);
+      if (changed !== undefined) {
+        this.updates += 1;
+        const next = merged(previous, changed.records);
+        return this.keep(changed.version, next.all, next.bytes);
+      }
+    }
+    previous = undefined; // released before the read, so two generations are never held at once
     this.reads += 1;
-    const all = await this.store.listEntities({ includeDeleted: true });
-    let bytes = 0;
-    let over = all.length > this.options.maxEntries;
-    for (const record of all) {
-      if (over) break;
-      bytes += entityBytes(record);
-      over = bytes > this.options.maxBytes;
+    return this.keep(version, await this.store.listEntities({ includeDeleted: true }));
+  }
+
+  /**
+   * Holds `all` as the entities of `version` when they fit the bounds (their bytes counted here
+   * unless given); undefined when they do not.
+   */
+  private keep(version: string, all: EntityRecord[], weighed?: number): Snapshot | undefined {
+    let bytes = weighed ?? 0;
+    let over = all.length > this.options.maxEntries || bytes > this.options.maxBytes;
+    if (weighed === undefined) {
+      for (const record of all) {
+        if (over) break;
+        bytes += entityBytes(record);
+        over = bytes > this.options.maxBytes;
+      }
     }
     if (over) {
       if (this.overAt === undefined)
@@ -174,6 +201,34 @@ export class EntityCache {
     this.snapshot = snapshot;
     return snapshot;
   }
+}
+
+/**
+ * `previous`'s entities, by id, with `changed` in place of (or beside) their older records, and
+ * their bytes.
+ */
+function merged(
+  previous: Snapshot,
+  changed: readonly EntityRecord[],
+): { all: EntityRecord[]; bytes: number } {
+  let bytes = previous.bytes;
+  const byId = new Map(changed.map((e) => [e.id, e]));
+  const all = previous.all.map((e) => {
+    const newer = byId.get(e.id);
+    if (newer === undefined) return e;
+    byId.delete(e.id);
+    bytes += entityBytes(newer) - entityBytes(e);
+    return newer;
+  });
+  const last = all.at(-1)?.id ?? 0;
+  let sorted = true;
+  for (const e of byId.values()) {
+    if (e.id < last) sorted = false;
+    bytes += entityBytes(e);
+    all.push(e);
+  }
+  if (!sorted) all.sort((a, b) => a.id - b.id);
+  return { all, bytes };
 }
 
 /**

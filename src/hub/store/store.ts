@@ -392,6 +392,15 @@ export interface Store {
    * every entity request.
    */
   entityVersion?(): Promise<string>;
+  /**
+   * The entities changed by the commits after entity version `since` (one `entityVersion` gave),
+   * read after the version it returns with them, so they are at least that new; undefined when the
+   * store cannot tell (it no longer remembers that version, or other hubs write the database too):
+   * the caller then reads every entity.
+   */
+  changedEntities?(
+    since: string,
+  ): Promise<{ readonly version: string; readonly records: EntityRecord[] } | undefined>;
   /** The series stored for one entity. */
   listSeries(entity: EntityId): Promise<SeriesInfo[]>;
   /**

@@ -34,6 +34,8 @@ import {
   type DuckDBPreparedStatement,
   INTEGER,
   type JS,
+  LIST,
+  listValue,
   TIMESTAMPTZ,
 } from "@duckdb/node-api";
 import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../../config/defaults.js";
@@ -99,6 +101,11 @@ import {
   type SampleSpan,
 } from "./duckdb-transaction.js";
 
+/**
+ * Entity ids the store remembers of its latest entity-changing commits, so the hub's entity cache
+ * reads only what changed (`changedEntities`); a cache further behind reads every entity.
+ */
+const ENTITY_CHANGE_LOG_IDS = 20_000; // ids
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */
 const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 
@@ -233,6 +240,12 @@ class DuckDbStore implements Store {
    * passes through `apply`.
    */
   private entityChanges = 0;
+  /**
+   * The ids each of the latest entity-changing commits wrote, by its `entityChanges` count, at most
+   * ENTITY_CHANGE_LOG_IDS ids in all (`changedEntities`); emptied when the caches load.
+   */
+  private entityLog: { readonly n: number; readonly ids: readonly EntityId[] }[] = [];
+  private entityLogIds = 0;
   /** How the file keeps message digests (message-digest.ts), read with the caches. */
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
@@ -542,7 +555,31 @@ class DuckDbStore implements Store {
   }
 
   entityVersion(): Promise<string> {
-    return Promise.resolve(`${this.reopens}:${this.entityChanges}`);
+    return Promise.resolve(this.entityVersionNow());
+  }
+
+  private entityVersionNow(): string {
+    return `${this.reopens}:${this.entityChanges}`;
+  }
+
+  changedEntities(since: string): Promise<{ version: string; records: EntityRecord[] } | undefined> {
+    const [reopens, n] = since.split(":").map(Number);
+    const first = this.entityLog[0];
+    // Another instance of the file, or commits the log no longer holds: unknown.
+    if (reopens !== this.reopens || n === undefined || first === undefined || first.n > n + 1)
+      return Promise.resolve(undefined);
+    const version = this.entityVersionNow();
+    const ids = new Set<EntityId>();
+    for (const entry of this.entityLog) if (entry.n > n) for (const id of entry.ids) ids.add(id);
+    if (ids.size === 0) return Promise.resolve({ version, records: [] });
+    return this.read(async () => {
+      const r = await this.reader.runAndReadAll(
+        "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id IN (SELECT unnest($ids)) ORDER BY id",
+        { ids: listValue([...ids]) },
+        { ids: LIST(INTEGER) },
+      );
+      return { version, records: r.getRowsJS().map(entityRecord) };
+    });
   }
 
   getEntity(id: EntityId): Promise<EntityRecord | undefined> {
@@ -715,6 +752,8 @@ class DuckDbStore implements Store {
     this.digestForm = digestForm(form);
     this.entities = entities;
     this.entityChanges += 1;
+    this.entityLog = [];
+    this.entityLogIds = 0;
     this.series.clear();
     this.seriesCounts.clear();
     this.cachesLoaded = true;
@@ -722,7 +761,15 @@ class DuckDbStore implements Store {
 
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PendingChanges): void {
-    if (pending.entities.size > 0) this.entityChanges += 1;
+    if (pending.entities.size > 0) {
+      this.entityChanges += 1;
+      const ids = [...pending.entities.values()].map((e) => e.id);
+      this.entityLog.push({ n: this.entityChanges, ids });
+      this.entityLogIds += ids.length;
+      while (this.entityLogIds > ENTITY_CHANGE_LOG_IDS && this.entityLog.length > 0) {
+        this.entityLogIds -= this.entityLog.shift()?.ids.length ?? 0;
+      }
+    }
     for (const [k, v] of pending.entities) this.entities.set(k, v);
     applyRowSeries(this.series, pending.series);
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);
