@@ -24,8 +24,10 @@
  *
  * `VIGIL_FLEET_SCALE` (default 1; 0.05 in a smoke run, i.e. when VIGIL_BENCH_SECONDS is set) scales
  * entities, probes and series. Run it with `npm run build && npm run bench -- fleet`; the full size
- * takes about 3–4 minutes on the 2-vCPU machine of docs/performance.md (most of it the backfill),
- * `VIGIL_FLEET_SCALE=0.05` about 20 s.
+ * took 27 minutes (1 634 s) on the 2-vCPU machine of docs/performance.md under other work (most of
+ * it the backfill of the entities, one store statement each, and the 200 probe messages), a smoke
+ * run (`VIGIL_BENCH_SECONDS=3` or `VIGIL_FLEET_SCALE=0.05`) about 1.5 minutes.
+ * `VIGIL_BENCH_CPU_PROF=DIR` runs the hub with `node --cpu-prof`.
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
