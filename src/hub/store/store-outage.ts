@@ -172,5 +172,11 @@ export function withOutageErrors(store: Store): Store {
     ...(store.entityVersion === undefined
       ? {}
       : { entityVersion: () => guard(() => (store.entityVersion as () => Promise<string>).call(store)) }),
+    ...(store.changedEntities === undefined
+      ? {}
+      : {
+          changedEntities: (since: string) =>
+            guard(() => (store.changedEntities as NonNullable<Store["changedEntities"]>).call(store, since)),
+        }),
   };
 }

@@ -9,6 +9,7 @@ import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js
 import { EntityCache, entityBytes, withEntityCache } from "../../../src/hub/store/entity-cache.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import type { EntityUpsert, Store } from "../../../src/hub/store/store.js";
+import { withOutageErrors } from "../../../src/hub/store/store-outage.js";
 import { asEntityId, asEpochMs } from "../../../src/ids.js";
 import { needs } from "../../helpers/needs.js";
 import { PG_SKIP, PgTestDatabase, postgresReachable } from "../../helpers/postgres.js";
@@ -65,6 +66,16 @@ describe("EntityCache on DuckDB", () => {
     // DuckDB tells which entities changed: only those were read again.
     assert.equal(cache.status().reads, reads);
     assert.ok(cache.status().updates >= 2);
+  });
+
+  test("through the hub's outage wrapper, only the changed entities are read again", async () => {
+    const outer = withOutageErrors(store);
+    const cache = new EntityCache(outer, { maxEntries: 100, maxBytes: 1 << 20 });
+    const cached = withEntityCache(outer, cache);
+    assert.deepEqual(await view(cached), await view(store));
+    await write(store, upsert("e", { "user.Rack": "r1" }, 6));
+    assert.deepEqual(await view(cached), await view(store));
+    assert.deepEqual(cache.status(), { ...cache.status(), reads: 1, updates: 1 });
   });
 
   test("a cache that has missed a reopen of the file reads every entity", async () => {
