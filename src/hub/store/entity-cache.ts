@@ -6,8 +6,9 @@
  * It answers the same as the store: before each answer it asks the store for its entity version
  * ({@link Store.entityVersion}), a cheap check that changes whenever a committed transaction changed
  * an entity, by this hub or by another sharing the database; when the version moved, the entities
- * are read again (one read at a time; callers waiting meanwhile share it). The version is read
- * before the entities, so entities newer than their version only cause one more read.
+ * are read again (one read at a time; callers waiting meanwhile share it): only those changed since,
+ * when the store can tell which ({@link Store.changedEntities}, DuckDB), else every one. The version
+ * is read before the entities, so entities newer than their version only cause one more read.
  *
  * Bounded by count and bytes (DESIGN 1: no map a client can grow without bound): it holds the
  * entities only while they number at most `maxEntries` and weigh at most `maxBytes` (an estimate of
