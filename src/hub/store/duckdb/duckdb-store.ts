@@ -554,7 +554,10 @@ class DuckDbStore implements Store {
     });
   }
 
+  /** Answers as every read does: not while the store is closed or reopening its file. */
   entityVersion(): Promise<string> {
+    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    if (this.fault !== undefined) return Promise.reject(this.faultError(this.fault.reason));
     return Promise.resolve(this.entityVersionNow());
   }
 
@@ -572,13 +575,21 @@ class DuckDbStore implements Store {
     const ids = new Set<EntityId>();
     for (const entry of this.entityLog) if (entry.n > n) for (const id of entry.ids) ids.add(id);
     if (ids.size === 0) return Promise.resolve({ version, records: [] });
+    // Attributes past DuckDB's memory: unknown here, so the caller reads every entity through
+    // `listEntities`, which reads them entity by entity.
+    if (this.entityByEntity) return Promise.resolve(undefined);
     return this.read(async () => {
-      const r = await this.reader.runAndReadAll(
-        "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id IN (SELECT unnest($ids)) ORDER BY id",
-        { ids: listValue([...ids]) },
-        { ids: LIST(INTEGER) },
-      );
-      return { version, records: r.getRowsJS().map(entityRecord) };
+      try {
+        const r = await this.reader.runAndReadAll(
+          "SELECT id, CAST(attributes AS VARCHAR), is_deleted FROM entities WHERE id IN (SELECT unnest($ids)) ORDER BY id",
+          { ids: listValue([...ids]) },
+          { ids: LIST(INTEGER) },
+        );
+        return { version, records: r.getRowsJS().map(entityRecord) };
+      } catch (error) {
+        if (!isOutOfMemory(error)) throw error;
+        return undefined;
+      }
     });
   }
 
