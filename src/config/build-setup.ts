@@ -13,6 +13,7 @@ import {
   DEFAULT_COLUMN_TYPE,
   DEFAULT_COLUMN_UNIT,
   DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+  DEFAULT_ENTITY_CACHE_MB,
   DEFAULT_FKM_SAMPLE_INTERVAL,
   DEFAULT_GATEWAY_PORT,
   DEFAULT_HUB_PORT,
@@ -73,6 +74,7 @@ export interface SetupInput {
     port?: number;
     maxSeriesPerEntity?: number;
     maxEntities?: number;
+    entityCacheMb?: number;
     retentionDays?: number;
     memoryProtection?: MemoryProtectionInput;
     tls?: { certificate?: string; key?: string };
@@ -171,6 +173,7 @@ function setupOf(
       port: hub.port ?? DEFAULT_HUB_PORT,
       maxSeriesPerEntity: hub.maxSeriesPerEntity ?? DEFAULT_MAX_SERIES_PER_ENTITY,
       maxEntities: hub.maxEntities ?? DEFAULT_MAX_ENTITIES,
+      entityCacheMb: hub.entityCacheMb ?? DEFAULT_ENTITY_CACHE_MB,
       retentionDays: hub.retentionDays ?? DEFAULT_RETENTION_DAYS,
       memoryProtection: memoryProtection(hub.memoryProtection),
       tls: { certificate: path(hub.tls?.certificate), key: path(hub.tls?.key) },

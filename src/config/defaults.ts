@@ -65,6 +65,12 @@ export const DEFAULT_MAX_SERIES_PER_ENTITY = 100_000; // series
  */
 export const DEFAULT_MAX_ENTITIES = 100_000; // entities
 /**
+ * Memory the hub's entity cache may hold (`hub.entityCacheMb`, src/hub/store/entity-cache.ts):
+ * about 100 000 entities of a dozen short attributes. Entities beyond it are read from the store on
+ * every entity request instead.
+ */
+export const DEFAULT_ENTITY_CACHE_MB = 128; // MiB (estimated bytes of the entities' strings and objects)
+/**
  * Retention (`hub.retentionDays`): 0 keeps everything, the default, so backfilled history is never
  * removed unless a user asks. When set, the hub removes older samples and events at start and then
  * every RETENTION_INTERVAL_MS.
@@ -176,6 +182,12 @@ export const LINK_HEARTBEAT_MS = 5_000; // ms
 export const STOP_DEADLINE_MS = 10_000; // ms
 /** Entries of the hub's series-id cache (the rest are read from the store on demand). */
 export const SERIES_CACHE_ENTRIES = 200_000; // series
+/**
+ * Bytes each of the hub's recency caches (src/hub/store/recency-cache.ts: the stores' series-id
+ * caches) may hold, by its estimate, beside its count bound: names are client data of up to 1 KiB
+ * each, so 200 000 series could otherwise hold hundreds of MiB of names.
+ */
+export const RECENCY_CACHE_BYTES = 64 * 1024 * 1024; // 64 MiB (estimate)
 /** Name of the hub's dead-letter file, in its data dir. */
 export const DEAD_LETTER_FILE = "dead-letter.ndjson";
 
@@ -264,6 +276,13 @@ export const STORE_REOPEN_BACKOFF_MIN_MS = 500; // ms
 export const STORE_REOPEN_BACKOFF_MAX_MS = 30_000; // ms
 /** How long `/v0/ping` and `/v1/status` wait for the store to answer a trivial statement. */
 export const STORE_PING_TIMEOUT_MS = 5_000; // ms
+/**
+ * `/v0/ping` answers ready at once while the store answered a ping less than this ago (and none
+ * failed since), so it never waits behind a long store statement (src/hub/store-ping.ts).
+ */
+export const STORE_PING_FRESH_MS = 5_000; // ms
+/** Age of the last answer past which a `/v0/ping` starts another store ping (one at a time). */
+export const STORE_PING_REFRESH_MS = 1_000; // ms
 /**
  * How far V8 lets a long-running process's heap grow past what survived its last full collection,
  * in percent (V8's `--heap-growing-percent`, set at start by run-service.ts unless the process was

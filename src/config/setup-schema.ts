@@ -16,6 +16,7 @@ import {
   DEFAULT_COLUMN_TYPE,
   DEFAULT_COLUMN_UNIT,
   DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+  DEFAULT_ENTITY_CACHE_MB,
   DEFAULT_FKM_SAMPLE_INTERVAL,
   DEFAULT_GATEWAY_PORT,
   DEFAULT_HUB_PORT,
@@ -317,6 +318,12 @@ const hub = {
       minimum: 1,
       default: DEFAULT_MAX_ENTITIES,
       description: "entities (and probes) the hub holds",
+    },
+    entityCacheMb: {
+      type: "integer",
+      minimum: 0,
+      default: DEFAULT_ENTITY_CACHE_MB,
+      description: "MiB of entities the hub keeps in memory for entity requests (0: none)",
     },
     retentionDays: {
       type: "integer",

@@ -100,6 +100,11 @@ export interface HubSetup {
   readonly maxSeriesPerEntity: number;
   /** Entities (and probes) the hub holds; a message that would add one more is dead-lettered. */
   readonly maxEntities: number;
+  /**
+   * MiB the entity cache may hold (src/hub/store/entity-cache.ts); 0 turns it off. Its count bound
+   * is `maxEntities`.
+   */
+  readonly entityCacheMb: number;
   /** Samples and events older than this many days are removed in the background; 0 keeps all. */
   readonly retentionDays: number;
   readonly memoryProtection: MemoryProtectionSetup;

@@ -12,12 +12,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { BusConsumer, Delivery } from "../bus/bus.js";
-import {
-  DEAD_LETTER_FILE,
-  RETRY_AFTER_SECONDS,
-  STOP_DEADLINE_MS,
-  STORE_PING_TIMEOUT_MS,
-} from "../config/defaults.js";
+import { DEAD_LETTER_FILE, STOP_DEADLINE_MS } from "../config/defaults.js";
 import type { HubSetup, Setup, TlsFiles } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import { MemoryProtection } from "../http/memory-protection.js";
@@ -41,7 +36,9 @@ import { Ingester } from "./ingest/ingester.js";
 import { columnSchemaLookup } from "./query/column-schema.js";
 import { samplerPluginLookup } from "./query/metric-names.js";
 import { Retention } from "./retention.js";
+import { EntityCache, withEntityCache } from "./store/entity-cache.js";
 import type { Store } from "./store/store.js";
+import { StorePing } from "./store-ping.js";
 
 export interface HubOptions {
   readonly setup: Setup;
@@ -78,38 +75,8 @@ export interface Hub {
   stop(deadlineMs?: number): Promise<void>;
 }
 
-/**
- * Resolves when `store` answers a trivial statement within STORE_PING_TIMEOUT_MS; otherwise rejects
- * with a 503 SERVICE_UNAVAILABLE that says why (the store's own account first: a DuckDB store
- * reopening its file after a fatal error; then the ping's failure, or that it did not answer).
- */
-async function storeAnswers(store: Store): Promise<void> {
-  const unavailable = (reason: string, cause?: unknown) =>
-    new VigilError(
-      "SERVICE_UNAVAILABLE",
-      {
-        detail: `The hub's ${store.kind} store cannot answer (${reason}); the hub keeps retrying by itself; retry later.`,
-      },
-      { headers: { "Retry-After": String(RETRY_AFTER_SECONDS) }, ...(cause === undefined ? {} : { cause }) },
-    );
-  const health = store.health?.();
-  if (health?.state === "reopening") throw unavailable(`reopening after a fatal error: ${health.reason}`);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unavailable("no answer in time")), STORE_PING_TIMEOUT_MS);
-  });
-  try {
-    await Promise.race([store.ping(), timeout]);
-  } catch (error) {
-    if (error instanceof VigilError) throw error;
-    throw unavailable("the ping failed", error);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** The store's state for `/v1/status`: `ok`, or `unavailable` with the reason; with its own counts. */
-async function storeState(store: Store): Promise<Record<string, unknown>> {
+async function storeState(store: Store, ping: StorePing): Promise<Record<string, unknown>> {
   const health = store.health?.();
   const own =
     health === undefined
@@ -119,7 +86,7 @@ async function storeState(store: Store): Promise<Record<string, unknown>> {
           ...(health.entityReads === undefined ? {} : { entityReads: health.entityReads }),
         };
   try {
-    await storeAnswers(store);
+    await ping.check();
     return { state: "ok", ...own };
   } catch (error) {
     const reason = error instanceof VigilError ? error.body : String(error);
@@ -129,8 +96,15 @@ async function storeState(store: Store): Promise<Record<string, unknown>> {
 
 /** Builds an unstarted hub. */
 export async function buildHub(options: HubOptions): Promise<Hub> {
-  const { setup, store, consumer } = options;
+  const { setup, consumer } = options;
   const log = options.logger.child({ component: "hub" });
+  // Entity requests (and the ingester's start) read the entities from memory between changes.
+  const entityCache = new EntityCache(options.store, {
+    maxEntries: setup.hub.maxEntities,
+    maxBytes: setup.hub.entityCacheMb * 1024 * 1024,
+    logger: log,
+  });
+  const store = withEntityCache(options.store, entityCache);
   // Both hub.tls files set: HTTPS only (DESIGN 2); read before anything starts, so a bad file stops the start.
   const tls = loadServerTls("hub", setup.hub.tls);
   // Self-metrics: this hub's own registry; query routes are also timed by kind.
@@ -174,17 +148,19 @@ export async function buildHub(options: HubOptions): Promise<Hub> {
   const auth = await registerAuth(http, { security: setup.hub.security, dataDir: options.dataDir });
   // Ready only when the store answers (DESIGN 5.4b): 503 with the reason otherwise, so a load
   // balancer or a probe of the hub sees a store that cannot answer.
+  const storePing = new StorePing(store);
   resource(http, "/v0/ping", {
     GET: async () => {
-      await storeAnswers(store);
+      await storePing.check();
       return { status: "OK" };
     },
   });
   resource(http, "/v1/status", {
     GET: async () => ({
       store: store.kind,
-      storeState: await storeState(store),
+      storeState: await storeState(store, storePing),
       ingest: ingester.counts,
+      entityCache: entityCache.status(),
       deadLettered: deadLetters.count,
       retention: retention.status(),
       memory: memory.reading(),

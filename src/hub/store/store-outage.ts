@@ -170,5 +170,14 @@ export function withOutageErrors(store: Store): Store {
     listRowNames: (query) => guard(() => store.listRowNames(query)),
     close: () => store.close(),
     ...(store.health === undefined ? {} : { health: () => (store.health as () => StoreHealth)() }),
+    ...(store.entityVersion === undefined
+      ? {}
+      : { entityVersion: () => guard(() => (store.entityVersion as () => Promise<string>).call(store)) }),
+    ...(store.changedEntities === undefined
+      ? {}
+      : {
+          changedEntities: (since: string) =>
+            guard(() => (store.changedEntities as NonNullable<Store["changedEntities"]>).call(store, since)),
+        }),
   };
 }

@@ -462,6 +462,22 @@ export interface Store {
   /** Every probe stored. */
   listProbes(): Promise<ProbeRecord[]>;
   getEntity(id: EntityId): Promise<EntityRecord | undefined>;
+  /**
+   * A text that changes whenever a committed transaction changed an entity (this hub's or, on a
+   * shared database, another's), cheap enough to ask before every entity request: the hub's entity
+   * cache (entity-cache.ts) reads the entities again when it moves. A store without it is read on
+   * every entity request.
+   */
+  entityVersion?(): Promise<string>;
+  /**
+   * The entities changed by the commits after entity version `since` (one `entityVersion` gave),
+   * read after the version it returns with them, so they are at least that new; undefined when the
+   * store cannot tell (it no longer remembers that version, or other hubs write the database too):
+   * the caller then reads every entity.
+   */
+  changedEntities?(
+    since: string,
+  ): Promise<{ readonly version: string; readonly records: EntityRecord[] } | undefined>;
   /** The series stored for one entity. */
   listSeries(entity: EntityId): Promise<SeriesInfo[]>;
   /**

@@ -34,6 +34,8 @@ import {
   type DuckDBPreparedStatement,
   INTEGER,
   type JS,
+  LIST,
+  listValue,
   TIMESTAMPTZ,
   VARCHAR,
 } from "@duckdb/node-api";
@@ -107,6 +109,11 @@ import {
   type SampleSpan,
 } from "./duckdb-transaction.js";
 
+/**
+ * Entity ids the store remembers of its latest entity-changing commits, so the hub's entity cache
+ * reads only what changed (`changedEntities`); a cache further behind reads every entity.
+ */
+const ENTITY_CHANGE_LOG_IDS = 20_000; // ids
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */
 const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 
@@ -236,6 +243,23 @@ class DuckDbStore implements Store {
   private readonly dataviews = new Map<string, DataviewState>();
   private sampleSpan: SampleSpan | null = null;
   private cachesLoaded = false;
+  /**
+   * Counts the committed transactions that wrote an entity, and each load of the caches: the entity
+   * version (`entityVersion`). The file is this process's alone (DuckDB locks it), so every change
+   * passes through `apply`.
+   */
+  private entityChanges = 0;
+  /**
+   * The ids each of the latest entity-changing commits wrote, by its `entityChanges` count, at most
+   * ENTITY_CHANGE_LOG_IDS ids in all (`changedEntities`); emptied when the caches load.
+   */
+  private entityLog: {
+    readonly n: number;
+    readonly ids: readonly EntityId[];
+    /** Probes whose row the commit wrote: every entity of each changed with it. */
+    readonly probes: readonly (readonly [string, string])[];
+  }[] = [];
+  private entityLogIds = 0;
   /** How the file keeps message digests (message-digest.ts), read with the caches. */
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
@@ -606,6 +630,61 @@ class DuckDbStore implements Store {
     });
   }
 
+  /** Answers as every read does: not while the store is closed or reopening its file. */
+  entityVersion(): Promise<string> {
+    if (this.closed) return Promise.reject(new Error("DuckDB store is closed"));
+    if (this.fault !== undefined) return Promise.reject(this.faultError(this.fault.reason));
+    return Promise.resolve(this.entityVersionNow());
+  }
+
+  private entityVersionNow(): string {
+    return `${this.reopens}:${this.entityChanges}`;
+  }
+
+  changedEntities(since: string): Promise<{ version: string; records: EntityRecord[] } | undefined> {
+    const [reopens, n] = since.split(":").map(Number);
+    const first = this.entityLog[0];
+    // Another instance of the file, or commits the log no longer holds: unknown.
+    if (reopens !== this.reopens || n === undefined || first === undefined || first.n > n + 1)
+      return Promise.resolve(undefined);
+    const version = this.entityVersionNow();
+    const ids = new Set<EntityId>();
+    const probes = new Map<string, readonly [string, string]>();
+    for (const entry of this.entityLog) {
+      if (entry.n <= n) continue;
+      for (const id of entry.ids) ids.add(id);
+      for (const probe of entry.probes) probes.set(JSON.stringify(probe), probe);
+    }
+    if (ids.size === 0 && probes.size === 0) return Promise.resolve({ version, records: [] });
+    // Attributes past DuckDB's memory: unknown here, so the caller reads every entity through
+    // `listEntities`, which reads them entity by entity.
+    if (this.entityByEntity) return Promise.resolve(undefined);
+    return this.read(async () => {
+      try {
+        // The entities written, and every entity of a probe whose row was written (its attributes
+        // hold the probe's details), with those details joined as `listEntities` does.
+        const r = await this.reader.runAndReadAll(
+          `SELECT e.id, CAST(e.attributes AS VARCHAR), e.is_deleted, p.gateway IS NOT NULL, p.os_type, p.hostname
+           FROM entities e LEFT JOIN probes p ON p.gateway = e.gateway AND p.probe = e.probe
+           WHERE e.id IN (SELECT unnest($ids))
+              OR EXISTS (SELECT 1 FROM (SELECT unnest($gateways) AS g, unnest($probes) AS q)
+                         WHERE g = e.gateway AND q = e.probe)
+           ORDER BY e.id`,
+          {
+            ids: listValue([...ids]),
+            gateways: listValue([...probes.values()].map(([g]) => g)),
+            probes: listValue([...probes.values()].map(([, q]) => q)),
+          },
+          { ids: LIST(INTEGER), gateways: LIST(VARCHAR), probes: LIST(VARCHAR) },
+        );
+        return { version, records: r.getRowsJS().map(entityRecord) };
+      } catch (error) {
+        if (!isOutOfMemory(error)) throw error;
+        return undefined;
+      }
+    });
+  }
+
   getEntity(id: EntityId): Promise<EntityRecord | undefined> {
     return this.read(async () => {
       const r = await this.reader.runAndReadAll(ENTITY_BY_ID_SQL, [id], [INTEGER]);
@@ -791,6 +870,9 @@ class DuckDbStore implements Store {
     if (typeof form !== "string") throw new Error("the DuckDB store was used before migrate()");
     this.digestForm = digestForm(form);
     this.entities = entities;
+    this.entityChanges += 1;
+    this.entityLog = [];
+    this.entityLogIds = 0;
     this.series.clear();
     this.seriesCounts.clear();
     this.dataviews.clear();
@@ -799,6 +881,17 @@ class DuckDbStore implements Store {
 
   /** Copies what a committed transaction learnt into the caches. */
   private apply(pending: PendingChanges): void {
+    if (pending.entities.size > 0 || pending.probes.size > 0) {
+      this.entityChanges += 1;
+      const ids = [...pending.entities.values()].map((e) => e.id);
+      const probes = [...pending.probes.values()];
+      this.entityLog.push({ n: this.entityChanges, ids, probes });
+      this.entityLogIds += ids.length + probes.length;
+      while (this.entityLogIds > ENTITY_CHANGE_LOG_IDS && this.entityLog.length > 0) {
+        const dropped = this.entityLog.shift();
+        this.entityLogIds -= (dropped?.ids.length ?? 0) + (dropped?.probes.length ?? 0);
+      }
+    }
     for (const [k, v] of pending.entities) this.entities.set(k, v);
     applyRowSeries(this.series, pending.series);
     for (const [k, v] of pending.seriesCounts) this.seriesCounts.set(k, v);

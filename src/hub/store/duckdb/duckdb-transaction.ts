@@ -102,6 +102,11 @@ export interface PendingChanges {
   readonly series: Map<string, Map<string, number>>;
   readonly seriesCounts: Map<EntityId, number>;
   readonly dataviews: Map<string, DataviewState>;
+  /**
+   * The probes whose row the transaction wrote, as `[gateway, probe]`: their entities' attributes
+   * (`svc.hostname`, `svc.os-type`) are read from that row, so they count as changed entities.
+   */
+  readonly probes: Map<string, readonly [string, string]>;
   span: SampleSpan | null;
 }
 
@@ -177,6 +182,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     series: new Map(),
     seriesCounts: new Map(),
     dataviews: new Map(),
+    probes: new Map(),
     span: null,
   };
 
@@ -289,7 +295,10 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     const { slots, ids, missCells, missSlots, counts, flips } = await this.resolveSeries(cached);
 
     try {
-      for (const probe of batch.probes ?? []) await this.upsertProbe(probe);
+      for (const probe of batch.probes ?? []) {
+        await this.upsertProbe(probe);
+        this.pending.probes.set(JSON.stringify([probe.gateway, probe.probe]), [probe.gateway, probe.probe]);
+      }
       for (const upsert of batch.entities) await this.upsertEntity(upsert);
       await this.appendSeries(slots, counts);
       await this.markNumeric(slots, flips);

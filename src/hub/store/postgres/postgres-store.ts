@@ -249,6 +249,23 @@ class PostgresStore implements Store {
     return rows.map(entityRecord);
   }
 
+  /**
+   * The entity version: the count of entity and probe rows and the sum of their `xmin`, the
+   * transaction that wrote each row version. A committed insert or update (by any hub) gives its rows a newer
+   * transaction id, so the sum moves; a freeze by VACUUM moves it too (one needless read). One pass
+   * over the table's heap, without reading the attributes' JSON.
+   */
+  async entityVersion(): Promise<string> {
+    this.open();
+    // The probes' rows too: entities show their probe's host name and OS type (joined on read).
+    const [row] = await this.sql<{ n: string; x: string; pn: string; px: string }[]>`
+      SELECT (SELECT count(*) FROM entities)::text AS n,
+             (SELECT coalesce(sum(xmin::text::bigint), 0) FROM entities)::text AS x,
+             (SELECT count(*) FROM probes)::text AS pn,
+             (SELECT coalesce(sum(xmin::text::bigint), 0) FROM probes)::text AS px`;
+    return `${row?.n ?? 0}:${row?.x ?? 0}:${row?.pn ?? 0}:${row?.px ?? 0}`;
+  }
+
   async getEntity(id: EntityId): Promise<EntityRecord | undefined> {
     this.open();
     if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) return undefined;
