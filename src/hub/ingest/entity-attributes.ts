@@ -29,12 +29,3 @@ export function entityAttributes(
   for (const [name, value] of Object.entries(userAttributes)) put(`user.${name}`, value);
   return attributes;
 }
-
-/** The user attributes (without the `user.` prefix) of stored attributes. */
-export function userAttributesOf(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (name.startsWith("user.")) out[name.slice(5)] = value;
-  }
-  return out;
-}

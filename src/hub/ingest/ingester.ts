@@ -12,7 +12,7 @@
  * - A batch the store refuses as data (`StoreDataError`: a series limit, text it cannot hold) is
  *   split in halves until the one message at fault is found; it is rejected and the rest stored.
  *   Any other store error is an outage: it is thrown and the caller retries the batch with back-off.
- * - The ingester's caches (known entities and probes) change only after the commit. They bound
+ * - The ingester's caches (the key texts of known entities and probes) change only after the commit. They bound
  *   what a client can add (`hub.maxEntities`) and save upserts; what the hub answers comes from the
  *   store: a probe's OS type and host name are a row of the store's `probes`, which every entity
  *   of the probe shows, whichever hub received the probe message; the plug-in and OS type of a
@@ -45,7 +45,7 @@ import {
   type MetricsRow,
   type Rejection,
 } from "./check-message.js";
-import { entityAttributes, userAttributesOf } from "./entity-attributes.js";
+import { entityAttributes } from "./entity-attributes.js";
 
 export {
   CheckedPart,
@@ -60,12 +60,6 @@ export {
 const EPOCH_START = new Date(0).toISOString();
 
 const probeKeyText = (gateway: string, probe: string): string => JSON.stringify([gateway, probe]);
-
-interface KnownEntity {
-  readonly key: EntityKey;
-  readonly user: Readonly<Record<string, string>>;
-  readonly deleted: boolean;
-}
 
 export interface IngestResult {
   /** Messages newly stored. */
@@ -84,7 +78,8 @@ class BatchBuilder {
   readonly sampleEntities = new Map<string, EntityKey>();
   readonly events: EventInput[] = [];
   readonly probes = new Map<string, ProbeUpsert>();
-  readonly known = new Map<string, KnownEntity>();
+  /** {@link entityKeyText} of the entities the batch upserts. */
+  readonly known = new Set<string>();
   /** Per dataview: the last message's filter, and per row whether its last message deletes it. */
   readonly dataviews = new Map<string, DataviewChange>();
 
@@ -135,7 +130,11 @@ export interface IngesterOptions {
 export class Ingester {
   /** Probes this hub knows the store holds (probeKeyText), to bound them by `maxEntities`. */
   private readonly probes = new Set<string>();
-  private readonly entities = new Map<string, KnownEntity>();
+  /**
+   * {@link entityKeyText} of every entity the store holds: only the key text, at most three names
+   * of `limits.nameBytes` each, so `hub.maxEntities` bounds its bytes as well as its count.
+   */
+  private readonly entities = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
   /** Counters for the status page. */
   readonly counts = { stored: 0, duplicates: 0, rejected: 0, batches: 0 };
@@ -196,7 +195,7 @@ export class Ingester {
         probe: a["svc.probe"] ?? "",
         managedEntity: a["svc.name"] ?? "",
       };
-      this.entities.set(entityKeyText(key), { key, user: userAttributesOf(a), deleted: entity.isDeleted });
+      this.entities.add(entityKeyText(key));
     }
     for (const p of await this.store.listProbes()) this.probes.add(probeKeyText(p.gateway, p.probe));
   }
@@ -288,7 +287,7 @@ export class Ingester {
       this.onCommit?.((performance.now() - started) / 1000);
       // Committed: only now do the caches learn what the batch changed.
       for (const k of batch.probes.keys()) this.probes.add(k);
-      for (const [k, v] of batch.known) this.entities.set(k, v);
+      for (const k of batch.known) this.entities.add(k);
       tally.stored += fresh;
       tally.duplicates += items.length - fresh;
     } catch (error) {
@@ -311,7 +310,7 @@ export class Ingester {
       for (const key of fresh) if (!known.has(key)) n += 1;
       return n;
     };
-    const entities = this.entities.size + added(batch.known.keys(), this.entities);
+    const entities = this.entities.size + added(batch.known, this.entities);
     const probes = this.probes.size + added(batch.probes.keys(), this.probes);
     if (entities > this.maxEntities || probes > this.maxEntities) {
       const what = entities > this.maxEntities ? "entities" : "probes";
@@ -330,7 +329,7 @@ export class Ingester {
   ): void {
     const text = entityKeyText(key);
     const plainKey = { gateway: key.gateway, probe: key.probe, managedEntity: key.managedEntity };
-    batch.known.set(text, { key: plainKey, user: copyAttributes(user), deleted });
+    batch.known.add(text);
     batch.entities.set(text, {
       key: plainKey,
       // Without the probe's details: the store shows its probe row's (a probe message's, or the
@@ -446,11 +445,4 @@ function dataviewInputs(changes: ReadonlyMap<string, DataviewChange>): DataviewI
 
 function isStoreDataError(error: unknown): error is StoreDataError {
   return error instanceof StoreDataError || (error instanceof Error && error.name === "StoreDataError");
-}
-
-/** A copy that takes client-sent names as data (`__proto__` is an ordinary attribute name). */
-function copyAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  for (const [k, v] of Object.entries(attributes)) out[k] = v;
-  return out;
 }
