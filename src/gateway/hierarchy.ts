@@ -789,6 +789,17 @@ export class Hierarchy implements ItemLookup {
     return true;
   }
 
+  /** A row of a whole-dataview change as the hierarchy keeps it (cells decoded, the change's time). */
+  private rowRecord(change: ChangeOf<"dataview">, wire: ChangeOf<"dataview">["rows"][number]): RowRecord {
+    if (wire.severities !== undefined) this.severitiesSeen = true;
+    return {
+      columns: change.columns,
+      cells: decodeCells(wire.cells, change.columns.length),
+      at: change.at,
+      severities: wire.severities,
+    };
+  }
+
   /** A whole dataview: created with its rows, or replaced (rows it no longer has are deleted). */
   private liveDataview(batch: Batch, change: ChangeOf<"dataview">, live: LiveDataview): boolean {
     const { record, now, out } = batch;
@@ -799,13 +810,7 @@ export class Hierarchy implements ItemLookup {
       const context = this.context(record, created);
       out.push(headlineMessage("create", context, headlinesObject(change.headlines), now, probeTime));
       for (const wire of change.rows) {
-        const row: RowRecord = {
-          columns: change.columns,
-          cells: decodeCells(wire.cells, change.columns.length),
-          at: change.at,
-          severities: wire.severities,
-        };
-        if (wire.severities !== undefined) this.severitiesSeen = true;
+        const row = this.rowRecord(change, wire);
         created.rows.set(wire.name, row);
         out.push(tableMessage("create", context, wire.name, rowObject(row), now, probeTime));
       }
@@ -828,13 +833,7 @@ export class Hierarchy implements ItemLookup {
       out.push(tableMessage("delete", context, name, rowObject(row), now, probeTime));
     }
     for (const wire of change.rows) {
-      const row: RowRecord = {
-        columns: change.columns,
-        cells: decodeCells(wire.cells, change.columns.length),
-        at: change.at,
-        severities: wire.severities,
-      };
-      if (wire.severities !== undefined) this.severitiesSeen = true;
+      const row = this.rowRecord(change, wire);
       const existed = dataview.rows.has(wire.name);
       dataview.rows.set(wire.name, row);
       out.push(
