@@ -23,6 +23,20 @@ export interface DataviewState {
 /** Dataview rows a store caches at most; past it the cache starts again empty (a miss is read back). */
 export const DATAVIEW_CACHE_ENTRIES = 100_000;
 
+/**
+ * Bytes of dataview rows a store caches at most, as {@link dataviewStateBytes} counts them: names
+ * and deleted rows are client data (up to `limits.nameBytes` each), so the count alone does not
+ * bound the memory. Past it the cache starts again empty, like past its entries.
+ */
+export const DATAVIEW_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** What one cached dataview row holds, counted generously: UTF-16 text and an overhead a string. */
+export function dataviewStateBytes(key: string, state: DataviewState): number {
+  let bytes = 96 + 2 * key.length + 2 * ((state.plugin?.length ?? 0) + (state.osType?.length ?? 0));
+  for (const row of state.deleted) bytes += 48 + 2 * row.length;
+  return bytes;
+}
+
 /** A dataview's cache key: its entity key and names, length-prefixed (no two dataviews share one). */
 export const dataviewKeyString = (
   entity: EntityKey,
@@ -52,13 +66,46 @@ export function deletedAfter(before: Iterable<string>, input: DataviewInput): Se
   return deleted;
 }
 
-/** Copies committed dataview states into `cache`, emptying it first when it would pass its bound. */
+/** The bytes each dataview cache holds, by {@link dataviewStateBytes} (kept beside the map). */
+const cacheBytes = new WeakMap<Map<string, DataviewState>, number>();
+
+/**
+ * Copies committed dataview states into `cache`, emptying it first when it would pass its bound in
+ * entries or bytes; entries that would still pass it are left out (a miss is read back).
+ */
 export function applyDataviews(
   cache: Map<string, DataviewState>,
   learnt: ReadonlyMap<string, DataviewState>,
+  maxBytes = DATAVIEW_CACHE_BYTES,
 ): void {
-  if (cache.size + learnt.size > DATAVIEW_CACHE_ENTRIES) cache.clear();
-  for (const [k, v] of learnt) cache.set(k, v);
+  // A cache emptied by its store (a reload of its caches) holds nothing.
+  let bytes = cache.size === 0 ? 0 : (cacheBytes.get(cache) ?? 0);
+  let adding = 0;
+  for (const [k, v] of learnt) adding += dataviewStateBytes(k, v);
+  if (cache.size + learnt.size > DATAVIEW_CACHE_ENTRIES || bytes + adding > maxBytes) {
+    cache.clear();
+    bytes = 0;
+  }
+  for (const [k, v] of learnt) {
+    const old = cache.get(k);
+    const weight = dataviewStateBytes(k, v);
+    const freed = old === undefined ? 0 : dataviewStateBytes(k, old);
+    if (bytes - freed + weight > maxBytes) {
+      if (old !== undefined) {
+        cache.delete(k);
+        bytes -= freed;
+      }
+      continue;
+    }
+    cache.set(k, v);
+    bytes += weight - freed;
+  }
+  cacheBytes.set(cache, bytes);
+}
+
+/** The bytes {@link applyDataviews} counts `cache` as holding. */
+export function dataviewCacheBytes(cache: Map<string, DataviewState>): number {
+  return cache.size === 0 ? 0 : (cacheBytes.get(cache) ?? 0);
 }
 
 /**
