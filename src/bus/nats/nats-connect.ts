@@ -15,7 +15,7 @@ import {
   RETRY_INITIAL_MS,
   RETRY_MAX_MS,
 } from "../../config/defaults.js";
-import { Backoff, backoffDelay } from "../../flow/backoff.js";
+import { Backoff } from "../../flow/backoff.js";
 import { displayUrl } from "./nats-stream.js";
 
 /** Unanswered pings after which the client takes the connection as lost. */
@@ -50,14 +50,6 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
   });
-}
-
-/**
- * The capped exponential back-off of `src/flow/backoff.ts` with the bus's defaults:
- * `initial · 2^attempt`, at most `max` (attempt counts from 0).
- */
-export function backoffMs(attempt: number, initial = RETRY_INITIAL_MS, max = RETRY_MAX_MS): number {
-  return backoffDelay(attempt, { initialMs: initial, maxMs: max });
 }
 
 function messageOf(error: unknown): string {

@@ -35,11 +35,12 @@ import {
   RETRY_INITIAL_MS,
   RETRY_MAX_MS,
 } from "../../config/defaults.js";
+import { Backoff } from "../../flow/backoff.js";
 import { DEFAULT_DATA_LIMITS } from "../../limits/data-limits.js";
 import { jsonTextTooDeep } from "../../limits/json-depth.js";
 import { limitReason } from "../../limits/limit-refusals.js";
 import type { BatchHandler, BusConsumer, ConsumerStatus, Delivery } from "../bus.js";
-import { backoffMs, NatsLink, sleep } from "./nats-connect.js";
+import { NatsLink, sleep } from "./nats-connect.js";
 import { checkNatsNames, displayUrl, ensureStream, isConsumerNotFound, subjectsOf } from "./nats-stream.js";
 
 export interface NatsConsumerOptions {
@@ -147,7 +148,7 @@ export class NatsConsumer implements BusConsumer {
   /** The consumer's pending count JetStream sent with the last message received (its lag). */
   private pending: number | undefined;
   /** Handler rejections in a row, for the back-off. */
-  private failures = 0;
+  private readonly failures: Backoff;
 
   constructor(options: NatsConsumerOptions) {
     checkNatsNames(options.url, options.stream, options.subjectPrefix);
@@ -165,6 +166,7 @@ export class NatsConsumer implements BusConsumer {
     this.fetchExpiresMs = Math.max(1_000, options.fetchExpiresMs ?? NATS_FETCH_EXPIRES_MS);
     this.retryInitialMs = options.retryInitialMs ?? RETRY_INITIAL_MS;
     this.retryMaxMs = options.retryMaxMs ?? RETRY_MAX_MS;
+    this.failures = new Backoff({ initialMs: this.retryInitialMs, maxMs: this.retryMaxMs });
     this.jsonDepth = options.jsonDepth ?? DEFAULT_DATA_LIMITS.jsonDepth;
     this.name = `nats:${displayUrl(options.url)}/${options.stream}/${durable}`;
     this.log = options.logger.child({ consumer: this.name });
@@ -241,8 +243,9 @@ export class NatsConsumer implements BusConsumer {
   private async run(link: NatsLink, handler: BatchHandler): Promise<void> {
     const signal = this.abort.signal;
     let consumer: Consumer | undefined;
-    let natsFailures = 0;
-    let quickEmptyFetches = 0;
+    const retryDelays = { initialMs: this.retryInitialMs, maxMs: this.retryMaxMs };
+    const natsFailures = new Backoff(retryDelays);
+    const quickEmptyFetches = new Backoff(retryDelays);
     while (!signal.aborted) {
       const nc = link.connection ?? (await link.whenUp(this.retryMaxMs, signal).catch(() => undefined));
       // While NATS is down the link logs and retries; this loop only waits for it.
@@ -251,14 +254,13 @@ export class NatsConsumer implements BusConsumer {
         consumer ??= await this.bind(nc);
         const started = Date.now();
         const received = await this.fetchOnce(consumer, handler);
-        natsFailures = 0;
+        natsFailures.reset();
         if (this.problem === "nats") this.recovered();
         // A pull that ends at once with nothing (it should wait for messages) must not spin.
         if (received === 0 && Date.now() - started < this.fetchExpiresMs / 2) {
-          await sleep(backoffMs(quickEmptyFetches, this.retryInitialMs, this.retryMaxMs), signal);
-          quickEmptyFetches += 1;
+          await sleep(quickEmptyFetches.next(), signal);
         } else {
-          quickEmptyFetches = 0;
+          quickEmptyFetches.reset();
         }
       } catch (error) {
         if (signal.aborted) break;
@@ -266,8 +268,7 @@ export class NatsConsumer implements BusConsumer {
         consumer = undefined;
         this.retries += 1;
         this.noteProblem("nats", error);
-        await sleep(backoffMs(natsFailures, this.retryInitialMs, this.retryMaxMs), signal);
-        natsFailures += 1;
+        await sleep(natsFailures.next(), signal);
       }
     }
   }
@@ -373,8 +374,7 @@ export class NatsConsumer implements BusConsumer {
     try {
       await handler(deliveries);
     } catch (error) {
-      const delay = backoffMs(this.failures, this.retryInitialMs, this.retryMaxMs);
-      this.failures += 1;
+      const delay = this.failures.next();
       this.retries += 1;
       for (const msg of batch) nakQuietly(msg, nakDelay(delay));
       this.noteProblem("handler", error);
@@ -382,7 +382,7 @@ export class NatsConsumer implements BusConsumer {
     }
     for (const msg of batch) ackQuietly(msg);
     this.delivered += batch.length;
-    this.failures = 0;
+    this.failures.reset();
     // A batch handled and acknowledged: both NATS and the handler work again.
     if (this.problem !== undefined) this.recovered();
     return undefined;
