@@ -151,15 +151,7 @@ export class Hierarchy implements ItemLookup {
     probes: readonly ProbeSetup[],
   ) {
     for (const setup of probes) {
-      this.probes.set(setup.name, {
-        setup,
-        samplers: this.samplersOf(setup),
-        parameters: undefined,
-        published: undefined,
-        dataviews: new Map(),
-        sync: undefined,
-        resumed: false,
-      });
+      this.probes.set(setup.name, this.newProbeRecord(setup));
     }
   }
 
@@ -277,15 +269,7 @@ export class Hierarchy implements ItemLookup {
     for (const setup of probes) {
       const record = this.probes.get(setup.name);
       if (record === undefined) {
-        this.probes.set(setup.name, {
-          setup,
-          samplers: this.samplersOf(setup),
-          parameters: undefined,
-          published: undefined,
-          dataviews: new Map(),
-          sync: undefined,
-          resumed: false,
-        });
+        this.probes.set(setup.name, this.newProbeRecord(setup));
         continue;
       }
       if (record.published !== undefined) messages.push(...this.entityChanges(record, setup, now));
@@ -452,6 +436,19 @@ export class Hierarchy implements ItemLookup {
     const record = this.probes.get(probe);
     if (record === undefined) throw new Error(`probe '${probe}' is not in the setup`);
     return record;
+  }
+
+  /** A probe of the setup as it is before its first link: nothing received, nothing published. */
+  private newProbeRecord(setup: ProbeSetup): ProbeRecord {
+    return {
+      setup,
+      samplers: this.samplersOf(setup),
+      parameters: undefined,
+      published: undefined,
+      dataviews: new Map(),
+      sync: undefined,
+      resumed: false,
+    };
   }
 
   private samplersOf(setup: ProbeSetup): Map<string, SamplerInfo> {

@@ -74,17 +74,7 @@ function metricsTarget(context: MetricsContext): HeadlineTarget {
 
 /** The target of a table message: a headline's target and then `row` (one object). */
 function tableTarget(context: MetricsContext, row: string): TableTarget {
-  const { address } = context;
-  return {
-    gateway: context.gateway,
-    probe: context.probe,
-    managedEntity: address.managedEntity,
-    type: address.samplerType,
-    sampler: address.sampler,
-    dataview: address.dataview,
-    filter: { osType: context.osType, pluginName: context.plugin },
-    row,
-  };
+  return { ...metricsTarget(context), row };
 }
 
 /** A `table` message carries every column of one row, the row-name column included (DESIGN 4.3). */

@@ -5,7 +5,8 @@
  * still reports them and still exits non-zero). It is replaced atomically (write a temporary file,
  * then rename), so a crash leaves the old state or the new one, never half of one.
  */
-import { open, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { open, rename, stat, writeFile } from "node:fs/promises";
+import { readOptionalText } from "../../fs/optional-file.js";
 
 export const REPLAY_STATE_SUFFIX = ".replay-offset";
 /** Rejected lines kept in the state file and listed in the summary; the count covers the rest. */
@@ -40,13 +41,8 @@ const isCount = (value: unknown): value is number => Number.isSafeInteger(value)
 /** The state saved for `input`, or undefined when there is none; a damaged file is an error. */
 export async function readReplayState(input: string): Promise<ReplayState | undefined> {
   const path = input + REPLAY_STATE_SUFFIX;
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
+  const text = await readOptionalText(path);
+  if (text === undefined) return undefined;
   const damaged = new Error(`${path} is not a replay state file; remove it or use --restart`);
   let parsed: unknown;
   try {

@@ -9,11 +9,12 @@
  * before they are answered; severity changes are written at most every STATE_SAVE_INTERVAL_MS.
  * A file that cannot be read is logged and set aside (`.unreadable`), and the gateway starts empty.
  */
-import { mkdirSync, readFileSync, renameSync } from "node:fs";
+import { mkdirSync, renameSync } from "node:fs";
 import { mkdir, open, rename, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import { GATEWAY_SEVERITIES_FILE, GATEWAY_STATE_FILE } from "../../config/defaults.js";
+import { readOptionalTextSync } from "../../fs/optional-file.js";
 import { type EventTarget, SEVERITIES, type Severity } from "../../messages/types.js";
 import type { AssignmentState, SnoozeState } from "../severity/event-messages.js";
 import type { EngineState } from "../severity/item-states.js";
@@ -63,13 +64,8 @@ const hasTarget = (v: unknown): v is { target: { gateway: string }; state: Recor
  * none. Entries of the wrong shape are skipped (logged); a file of another gateway is ignored.
  */
 export function readStateFile(path: string, gateway: string, logger: Logger): EngineState | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
+  const text = readOptionalTextSync(path);
+  if (text === undefined) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -4,7 +4,7 @@
  * `<dataDir>/keys/hub-signing-key.json` (mode 0600), so tokens stay valid across restarts.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, link, mkdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
+import { chmod, link, mkdir, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   type CryptoKey,
@@ -14,6 +14,7 @@ import {
   importJWK,
   type JWK,
 } from "jose";
+import { readOptionalText } from "../../fs/optional-file.js";
 
 /** JWS algorithm of every hub token (RFC 8037 §3.1: EdDSA over Ed25519). */
 export const SIGNING_ALGORITHM = "EdDSA";
@@ -38,13 +39,8 @@ function isEd25519PrivateJwk(value: unknown): value is Ed25519PrivateJwk {
 }
 
 async function readKeyFile(path: string): Promise<Ed25519PrivateJwk | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
+  const text = await readOptionalText(path);
+  if (text === undefined) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

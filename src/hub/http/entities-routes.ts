@@ -16,6 +16,7 @@ import {
   type samplerPluginLookup,
 } from "../query/metric-names.js";
 import { parseCellReference } from "../query/metric-query.js";
+import { asBadRequest } from "../query/metric-query-schema.js";
 import { entitySummary, MAX_GROUP_BY, MAX_SAMPLE_ENTITIES } from "../query/summary.js";
 import type { CellSelector, EntityRecord, MetricName, Store } from "../store/store.js";
 import {
@@ -80,18 +81,6 @@ function rowsPath(request: FastifyRequest): CellSelector & { readonly columnGive
     });
   }
   return { ...selector, columnGiven: !twoSegments };
-}
-
-/** Re-raises a metric-query field error (INVALID_QUERY) as a plain 400 for a GET parameter. */
-export function asBadRequest<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (error) {
-    if (error instanceof VigilError && error.code === "INVALID_QUERY") {
-      throw new VigilError("BAD_REQUEST", { detail: error.body }, { cause: error });
-    }
-    throw error;
-  }
 }
 
 export interface EntityRouteOptions {

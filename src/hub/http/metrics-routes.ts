@@ -8,10 +8,10 @@ import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
 import { AGGREGATIONS } from "../query/aggregations.js";
 import { parseCellReference, parseMetricQuery } from "../query/metric-query.js";
-import { checkMetricQueryShape } from "../query/metric-query-schema.js";
+import { asBadRequest, checkMetricQueryShape } from "../query/metric-query-schema.js";
 import { buildMetricResponse } from "../query/metric-response.js";
 import type { CellSelector, Store } from "../store/store.js";
-import { asBadRequest, selectEntities } from "./entities-routes.js";
+import { selectEntities } from "./entities-routes.js";
 import { entityIdParam, integerParam, queryParam, timeParam } from "./query-params.js";
 
 /** Samples `…/metrics/data` returns when `limit` is absent. */

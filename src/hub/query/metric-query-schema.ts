@@ -16,6 +16,23 @@ const stringList = (maxItems: number, description: string) => ({
   description,
 });
 
+/** `filter.entities` of a query body: the entity filter of DESIGN 5.2, as a string. */
+export const ENTITIES_PROPERTY = {
+  type: "string",
+  description: "Entity filter (DESIGN 5.2); blank or absent selects every entity.",
+} as const;
+
+/** `filter.range` of a query body: `[from, to)` as ISO 8601 date-times with offsets. */
+export const RANGE_PROPERTY = {
+  type: "object",
+  additionalProperties: false,
+  required: ["from", "to"],
+  properties: {
+    from: { type: "string", description: "ISO 8601 date-time with an offset; inclusive." },
+    to: { type: "string", description: "ISO 8601 date-time with an offset; exclusive." },
+  },
+} as const;
+
 /** JSON Schema (draft 2020-12) of `POST /v0/metrics/query` and `/v1alpha/metrics/query`. */
 export const METRIC_QUERY_SCHEMA = {
   type: "object",
@@ -32,19 +49,8 @@ export const METRIC_QUERY_SCHEMA = {
       additionalProperties: false,
       required: ["range"],
       properties: {
-        entities: {
-          type: "string",
-          description: "Entity filter (DESIGN 5.2); blank or absent selects every entity.",
-        },
-        range: {
-          type: "object",
-          additionalProperties: false,
-          required: ["from", "to"],
-          properties: {
-            from: { type: "string", description: "ISO 8601 date-time with an offset; inclusive." },
-            to: { type: "string", description: "ISO 8601 date-time with an offset; exclusive." },
-          },
-        },
+        entities: ENTITIES_PROPERTY,
+        range: RANGE_PROPERTY,
         timeWindows: {
           type: ["array", "null"],
           maxItems: METRIC_QUERY_LIMITS.timeWindows,
@@ -159,4 +165,19 @@ export function checkMetricQueryShape(body: unknown): void {
   const error = validate.errors?.[0];
   if (error === undefined) throw new VigilError("INVALID_QUERY", { field: "body", detail: "is not valid" });
   throw new VigilError("INVALID_QUERY", { field: fieldPath(error), detail: errorDetail(error) });
+}
+
+/**
+ * Runs `work` and re-raises a metric-query field error (INVALID_QUERY) as a plain 400: for the
+ * routes that parse query fields (dates, zones, cell references) outside a metric query body.
+ */
+export function asBadRequest<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    if (error instanceof VigilError && error.code === "INVALID_QUERY") {
+      throw new VigilError("BAD_REQUEST", { detail: error.body }, { cause: error });
+    }
+    throw error;
+  }
 }

@@ -14,7 +14,13 @@ import type { EpochMs } from "../../ids.js";
 import type { CellSelector, EventRecord, EventType } from "../store/store.js";
 import { cellReference } from "./metric-names.js";
 import { parseCellReference, parseDateTime } from "./metric-query.js";
-import { errorDetail, fieldPath } from "./metric-query-schema.js";
+import {
+  asBadRequest,
+  ENTITIES_PROPERTY,
+  errorDetail,
+  fieldPath,
+  RANGE_PROPERTY,
+} from "./metric-query-schema.js";
 import { checkZone, formatInZoneMillis } from "./zone.js";
 
 /** Events returned when `limit` is absent. */
@@ -39,19 +45,8 @@ export const RECORDS_QUERY_SCHEMA = {
       additionalProperties: false,
       required: ["range"],
       properties: {
-        entities: {
-          type: "string",
-          description: "An entity filter (DESIGN 5.2); blank or absent selects every entity.",
-        },
-        range: {
-          type: "object",
-          additionalProperties: false,
-          required: ["from", "to"],
-          properties: {
-            from: { type: "string", description: "ISO 8601 date-time with an offset; inclusive." },
-            to: { type: "string", description: "ISO 8601 date-time with an offset; exclusive." },
-          },
-        },
+        entities: ENTITIES_PROPERTY,
+        range: RANGE_PROPERTY,
       },
     },
     events: {
@@ -138,18 +133,6 @@ const validate = ajv.compile(RECORDS_QUERY_SCHEMA);
 
 function fail(field: string, detail: string): VigilError {
   return new VigilError("BAD_REQUEST", { detail: `${field}: ${detail}` });
-}
-
-/** Re-raises a metric-query field error (INVALID_QUERY) as this endpoint's 400. */
-function asBadRequest<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (error) {
-    if (error instanceof VigilError && error.code === "INVALID_QUERY") {
-      throw new VigilError("BAD_REQUEST", { detail: error.body }, { cause: error });
-    }
-    throw error;
-  }
 }
 
 /**
