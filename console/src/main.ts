@@ -1,5 +1,5 @@
 /**
- * The vigil web console (issue 11), served by the hub at `/`. Hash routes: `#/` (the entities,
+ * The vigil web console, served by the hub at `/`. Hash routes: `#/` (the entities,
  * with `?filter=…&groupBy=…`) and `#/entity/{id}`. With hub security on (`/console/config.json`
  * says so) it asks for an application key or a token first (session.ts).
  */

@@ -66,7 +66,8 @@ describe("a setup that enables Kerberos on an install without the kerberos bindi
         stdio: ["ignore", "pipe", "pipe"],
       }),
     );
-    // Whichever comes first: the exit, or (the old behaviour) a hub that listens without Kerberos.
+    // Whichever comes first: the exit, or a hub that listens without Kerberos (the failure this
+    // test guards against).
     const listening = hub
       .waitFor((l) => l.msg === "listening")
       .then(
