@@ -12,7 +12,7 @@
  *
  * At that size it then measures, each the median of TRIES (after the first, reported apart as the
  * cold try): one backfilled `probe` message (a new HostName for one probe, so its 333 entities are
- * refreshed; goal < 50 ms), a body of 200 such messages (the case that once took 46.9 s), the
+ * refreshed; goal < 50 ms), a body of 200 such messages (each rewrites a probe row, never its entities), the
  * entity filter `GET /v0/entities?filter=svc.name = X` (goal < 100 ms), `GET /v0/entities/{id}/metrics`,
  * `GET /v0/entities/metrics?filter=svc.name = X`, and a metric query of one entity (`POST
  * /v0/metrics/query`, one day of one column, PT1H buckets). Last, the hub is stopped (SIGTERM) and
@@ -24,9 +24,9 @@
  *
  * `VIGIL_FLEET_SCALE` (default 1; 0.05 in a smoke run, i.e. when VIGIL_BENCH_SECONDS is set) scales
  * entities, probes and series. Run it with `npm run build && npm run bench -- fleet`; the full size
- * took 27 minutes (1 634 s) on the 2-vCPU machine of docs/performance.md under other work (most of
- * it the backfill of the entities, one store statement each, and the 200 probe messages), a smoke
- * run (`VIGIL_BENCH_SECONDS=3` or `VIGIL_FLEET_SCALE=0.05`) about 1.5 minutes.
+ * takes about 25 minutes on a 2-core machine (docs/performance.md has the latest run), most of it
+ * the backfill of the entities; a smoke run (`VIGIL_BENCH_SECONDS=3` or `VIGIL_FLEET_SCALE=0.05`)
+ * about 1.5 minutes.
  * `VIGIL_BENCH_CPU_PROF=DIR` runs the hub with `node --cpu-prof`.
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";

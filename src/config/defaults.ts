@@ -159,9 +159,8 @@ export const MAX_BATCH_MESSAGES = 1_000; // messages
 // hub commits (~15k messages/s on 2 cores): under overload, back-pressure keeps the PUT→queryable
 // delay short instead of letting a backlog build. The buffer passes this by up to one link batch
 // (a dataview PUT is one change but many row messages), so a full window of two batches still
-// fills under load. 2,000 here and 3,000 for NATS_MAX_CONSUMER_LAG measured the same throughput on
-// the three processes over NATS with the delay p50 at 0.70 s instead of 0.53 s
-// (bench/end-to-end.bench.ts, docs/performance.md).
+// fills under load. Twice these buffers carry no more on the three processes over NATS and lengthen
+// the PUT→queryable delay (bench/end-to-end.bench.ts, docs/performance.md).
 export const SINK_BUFFER_MESSAGES = 1_000; // messages
 /** Batches one sink has in flight (published, not yet acknowledged). */
 export const SINK_WINDOW_BATCHES = 2; // batches
