@@ -98,7 +98,7 @@ export const ERRORS = {
   INGEST_BACKLOG: {
     status: 503,
     title: "Gateway backlog",
-    body: "The probe holds {pending} changes its gateway has not taken yet (limit {limit}); retry later.",
+    body: "The probe holds {pending} changes ({bytes} bytes, estimated) its gateway has not taken yet, at its limit of {limit}; retry later.",
   },
   TOO_MANY_COLUMNS: {
     status: 400,

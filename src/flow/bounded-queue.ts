@@ -67,6 +67,17 @@ export class BoundedQueue<T> {
     return this.size < this.maxItems && this.waitingBytes < this.maxBytes;
   }
 
+  /**
+   * The bound the queue is at, for a refusal that names the limit that tripped: `"items"` when the
+   * count has reached `maxItems`, else `"bytes"` when the estimate has reached `maxBytes`, else
+   * undefined (it has room).
+   */
+  get boundReached(): { readonly bound: "items" | "bytes"; readonly limit: number } | undefined {
+    if (this.size >= this.maxItems) return { bound: "items", limit: this.maxItems };
+    if (this.waitingBytes >= this.maxBytes) return { bound: "bytes", limit: this.maxBytes };
+    return undefined;
+  }
+
   /** Producers waiting in `whenRoom`. */
   get waiting(): number {
     return this.waiters.size;

@@ -163,10 +163,15 @@ export class ProbeLinkClient {
    * changing the probe's memory, so a refused request changes nothing.
    */
   checkCapacity(): void {
-    if (this.hasCapacity()) return;
+    const reached = this.outgoing.boundReached;
+    if (reached === undefined) return;
+    // Name the bound that tripped: a few large changes (whole dataviews) fill the byte bound long
+    // before the count's.
+    const limit =
+      reached.bound === "items" ? `${reached.limit} changes` : `${reached.limit} bytes (estimated)`;
     throw new VigilError(
       "INGEST_BACKLOG",
-      { pending: this.outgoing.length, limit: this.outgoing.capacity },
+      { pending: this.outgoing.length, bytes: this.outgoing.bytes, limit },
       { headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } },
     );
   }

@@ -41,6 +41,17 @@ describe("BoundedQueue", () => {
     assert.equal(queue.hasRoom, true);
   });
 
+  test("says which bound it is at, the count's before the bytes'", () => {
+    const queue = new BoundedQueue<string>({ maxItems: 2, maxBytes: 10 });
+    assert.equal(queue.boundReached, undefined);
+    queue.push("a", 12);
+    assert.deepEqual(queue.boundReached, { bound: "bytes", limit: 10 });
+    queue.push("b", 1);
+    assert.deepEqual(queue.boundReached, { bound: "items", limit: 2 });
+    queue.take(2);
+    assert.equal(queue.boundReached, undefined);
+  });
+
   test("takes batches in order, by count and by target bytes, the first item whatever its size", () => {
     const queue = new BoundedQueue<string>({ maxItems: 100 });
     for (const [item, bytes] of [

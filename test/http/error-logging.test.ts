@@ -28,7 +28,7 @@ async function appLogging() {
   app.get("/busy", () => {
     throw new VigilError(
       "INGEST_BACKLOG",
-      { pending: 10, limit: 10 },
+      { pending: 10, bytes: 4096, limit: "10 changes" },
       { headers: { "Retry-After": "1" }, cause: new Error("link credit spent") },
     );
   });

@@ -255,6 +255,11 @@ for (const transport of transports) {
       assert.equal(refused.status, 503);
       assert.equal(refused.headers["retry-after"], "1");
       assert.equal(refused.body.title, "Gateway backlog");
+      assert.match(
+        String(refused.body.body),
+        /at its limit of 10 changes;/,
+        "the 503 names the bound that tripped",
+      );
       const status = s.probe.linkStatus();
       assert.equal(status.inFlightBatches, 2, "at most the credit window is unacknowledged");
       assert.equal(status.outgoing, 10, "the outgoing buffer stops at its bound");
@@ -277,6 +282,32 @@ for (const transport of transports) {
         Array.from({ length: accepted }, (_, i) => String(i + 1)),
       );
       assert.equal((await s.call("PUT", `${DV}/row/a`, { v: 99 })).status, 200);
+    });
+
+    test("a 503 from the byte bound of the outgoing buffer names bytes, not the count", async () => {
+      const s = await system(transport, {
+        gatewayTuning: { creditBatches: 1 },
+        probeTuning: { maxOutgoingChanges: 1000, maxOutgoingBytes: 4096 },
+      });
+      await messagesOf(s, () => s.call("PUT", DV, [{ n: "a", v: 0 }]));
+      s.publisher.setReady(false);
+      const rows = Array.from({ length: 50 }, (_, i) => ({ n: `r${i}`, v: "x".repeat(40) }));
+      let refused: Awaited<ReturnType<System["call"]>> | undefined;
+      for (let i = 1; i <= 100 && refused === undefined; i += 1) {
+        const r = await s.call(
+          "PUT",
+          DV,
+          rows.map((row) => ({ ...row, v: `${row.v}${i}` })),
+        );
+        if (r.status !== 200) refused = r;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.ok(refused !== undefined, "ingest never refused");
+      assert.equal(refused.status, 503);
+      assert.match(String(refused.body.body), /at its limit of 4096 bytes \(estimated\);/);
+      assert.ok(s.probe.linkStatus().outgoing < 1000, "the count's bound was not the one reached");
+      s.publisher.setReady(true);
+      await eventually(() => s.idle(), "the backlog to drain");
     });
 
     test("a live setup update reaches the probe: a new sampler is addressable, a removed one's data goes", async () => {
