@@ -58,7 +58,17 @@ export interface LoadResult {
   readonly statuses: Readonly<Record<string, number>>;
   /** Latency of every timed request (answered or failed), in ms. */
   readonly latencyMs: Percentiles;
+  /**
+   * The bodies of non-2xx answers with their digits blanked (so one cause is one entry), each with
+   * its count; at most MAX_FAILURE_BODIES distinct ones.
+   */
+  readonly failureBodies: Readonly<Record<string, number>>;
 }
+
+/** Distinct failure bodies a load keeps; the others are counted in `statuses` only. */
+const MAX_FAILURE_BODIES = 10;
+/** Characters of a failure body kept. */
+const FAILURE_BODY_CHARS = 400;
 
 /** Throws unless `url` targets 127.0.0.1 over plain HTTP: benchmarks never load anything else. */
 export function assertLoopback(url: URL): void {
@@ -86,7 +96,7 @@ export function send(
   url: URL,
   method: string,
   body: Uint8Array | string | undefined,
-  options: { headers?: Record<string, string>; keepBody?: boolean } = {},
+  options: { headers?: Record<string, string>; keepBody?: boolean | "failures" } = {},
 ): Promise<SendResult> {
   assertLoopback(url);
   const started = performance.now();
@@ -115,7 +125,9 @@ export function send(
         const status = res.statusCode ?? 0;
         const header = res.headers["retry-after"];
         const retry = header === undefined || !/^\d+$/.test(header) ? undefined : Number(header);
-        if (options.keepBody === true) {
+        const keep =
+          options.keepBody === true || (options.keepBody === "failures" && (status < 200 || status > 299));
+        if (keep) {
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));
           res.on("end", () => done(status, retry, Buffer.concat(chunks).toString("utf8")));
@@ -157,6 +169,7 @@ export async function load(plan: LoadPlan, options: LoadOptions): Promise<LoadRe
   const agent = new Agent({ keepAlive: true, maxSockets: options.concurrency });
   const latencies = new Float64Array(Math.min(options.maxRequests, MAX_LATENCY_SAMPLES));
   const statuses = new Map<string, number>();
+  const failureBodies = new Map<string, number>();
   const deadline = performance.now() + options.seconds * 1000;
   let sent = 0;
   let timed = 0;
@@ -165,9 +178,17 @@ export async function load(plan: LoadPlan, options: LoadOptions): Promise<LoadRe
     while (performance.now() < deadline && sent < options.maxRequests) {
       const index = sent % urls.length;
       sent += 1;
-      const result = await send(agent, urls[index]!, plan.method, plan.requests[index]!.body);
+      const result = await send(agent, urls[index]!, plan.method, plan.requests[index]!.body, {
+        keepBody: "failures",
+      });
       if (timed < latencies.length) latencies[timed++] = result.ms;
       if (result.status >= 200 && result.status < 300) ok += 1;
+      else if (result.body !== undefined) {
+        const text = result.body.slice(0, FAILURE_BODY_CHARS).replace(/\d+/g, "N");
+        if (failureBodies.has(text) || failureBodies.size < MAX_FAILURE_BODIES) {
+          failureBodies.set(text, (failureBodies.get(text) ?? 0) + 1);
+        }
+      }
       const key = result.status === 0 ? "error" : String(result.status);
       statuses.set(key, (statuses.get(key) ?? 0) + 1);
     }
@@ -184,6 +205,7 @@ export async function load(plan: LoadPlan, options: LoadOptions): Promise<LoadRe
     failures: sent - ok,
     statuses: Object.fromEntries(statuses),
     latencyMs: percentiles(latencies.subarray(0, timed)),
+    failureBodies: Object.fromEntries(failureBodies),
   };
 }
 
