@@ -35,6 +35,7 @@ import { asEpochMs } from "../src/ids.js";
 import { median } from "./load.js";
 import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
 import { benchRounds, SMOKE } from "./settings.js";
+import { cellValue, tableMessage } from "./table-messages.js";
 
 const ROUNDS = benchRounds(3); // A B pairs
 const MESSAGES_PER_POST = 10_000;
@@ -51,15 +52,9 @@ const WITH_BASELINE = process.env.VIGIL_BENCH_BACKFILL_BASELINE !== "0";
 
 const setup = parseSetup("gateway: { name: GW }\nhub: { port: 0, security: { enabled: false } }\n");
 
-/** A deterministic pseudo-random number in [0, 1) (a bench must not depend on Math.random). */
-function noise(seed: number): number {
-  const x = Math.sin(seed * 12.9898) * 43758.5453;
-  return x - Math.floor(x);
-}
-
 /** The cells of message `i` of `day`, as published (numbers as decimal text). */
 function cells(day: number, i: number): string[] {
-  return COLUMNS.map((_, c) => String(Math.round(noise(day * 1e7 + i * 16 + c) * 1e7) / 1000));
+  return COLUMNS.map((_, c) => String(cellValue(day * 1e7 + i * 16 + c)));
 }
 
 /** Message `i` of `day`: row `i % ROWS`, snapshots of every row spread evenly over the day. */
@@ -71,24 +66,20 @@ function message(day: number, i: number, total: number): string {
   cells(day, i).forEach((v, c) => {
     row[COLUMNS[c] as string] = v;
   });
-  return JSON.stringify({
-    type: "table",
-    operation: "update",
-    data: {
-      sampleTime: new Date(at).toISOString(),
-      target: {
-        gateway: "GW",
-        probe: "p1",
-        managedEntity: `host-${String(Math.floor(r / ROWS_PER_ENTITY)).padStart(3, "0")}`,
-        type: "",
-        sampler: "cpu",
-        dataview: "cores",
-        row: `row-${r % ROWS_PER_ENTITY}`,
-        filter: { osType: "Linux", pluginName: "cpu" },
-      },
-      row,
+  return tableMessage(
+    at,
+    {
+      gateway: "GW",
+      probe: "p1",
+      managedEntity: `host-${String(Math.floor(r / ROWS_PER_ENTITY)).padStart(3, "0")}`,
+      sampler: "cpu",
+      dataview: "cores",
+      row: `row-${r % ROWS_PER_ENTITY}`,
+      osType: "Linux",
+      pluginName: "cpu",
     },
-  });
+    row,
+  );
 }
 
 /** The NDJSON bodies of one run on `day`. */

@@ -9,7 +9,8 @@
 //   VIGIL_BENCH_SECONDS=3 npm run bench   a smoke run: every timed part lasts 3 s
 //
 // Other knobs: VIGIL_BENCH_ROUNDS (A/B rounds), VIGIL_BENCH_E2E=up|nats, VIGIL_BENCH_TIMELINE=1,
-// VIGIL_BENCH_CPU_PROF=DIR, VIGIL_BENCH_DRAIN_SECONDS (end-to-end).
+// VIGIL_BENCH_CPU_PROF=DIR, VIGIL_BENCH_DRAIN_SECONDS (end-to-end), VIGIL_BENCH_PEERS_ROWS=20,100 and
+// VIGIL_BENCH_PEERS_ROUNDS (peers: vigil beside VictoriaMetrics, which scripts/peers.sh installs).
 // bench/end-to-end.bench.ts runs the built CLI (dist/), and the others start with the V8 bounds
 // read from it: build first.
 import { execFileSync, spawn } from "node:child_process";
