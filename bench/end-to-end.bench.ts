@@ -7,7 +7,14 @@
  * processes:
  *  - `up`: `vigil up --config F --data-dir D` (in-process probe link, in-process bus, DuckDB);
  *  - `processes-nats`: `vigil hub --bus nats://127.0.0.1:4222`, `vigil gateway` publishing to a
- *    throwaway JetStream stream, `vigil probe --gateway URL --name p1`, each its own process.
+ *    throwaway JetStream stream, `vigil probe --gateway URL --name p1`, each its own process;
+ *  - `up-rows`: `vigil up` again, but the load is row updates, as an application that updates one
+ *    row at a time sends them: after one PUT of the 200-row dataview of `me00`, 50 keep-alive
+ *    connections from a child process (bench/load-child.ts) PUT one row each (its 10 numeric cells,
+ *    new values each time) to `…/dataview/dv/row/rN`, the rows cycling. Figures: accepted PUTs per
+ *    second (goal 20 000, i.e. 200 000 cells/s), the share answered 503 (goal < 1 %), PUT latency
+ *    (goal p99 < 20 ms), the distinct 503 bodies (each must name the limit that tripped), and the
+ *    cells queryable after the load (every accepted one must be).
  *
  * Figures, one JSON line per configuration:
  *  - cells per second that become queryable: the hub's `svc.count` over the run of the 10 columns of
@@ -27,7 +34,7 @@
  * VIGIL_BENCH_NODE_ARGS="…" adds `node` options to every child (a diagnostic, e.g.
  * `--heap-growing-percent=0` for V8's own heap growth instead of vigil's bound);
  * VIGIL_BENCH_MEMORY_LIMIT_MB=N sets `memoryProtection.limitMb` of every part (a diagnostic: the
- * figures use the defaults); VIGIL_BENCH_E2E=up|nats runs one configuration only; VIGIL_BENCH_TIMELINE=1 adds the per-second
+ * figures use the defaults); VIGIL_BENCH_E2E=up|nats|rows runs one configuration only; VIGIL_BENCH_TIMELINE=1 adds the per-second
  * status timeline (accepted rows, published, buffered in the gateway's targets, stored by the hub)
  * that `backlog_max` summarises.
  */
@@ -40,7 +47,7 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { NATS_URL, NatsAdmin, natsReachable } from "../test/helpers/nats.js";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
-import { percentiles, send } from "./load.js";
+import { type LoadRequest, loadInChild, percentiles, send } from "./load.js";
 import { benchSeconds } from "./settings.js";
 
 const SECONDS = benchSeconds(20); // of load
@@ -75,6 +82,13 @@ const RECENT_LOG_LINES = 50; // log lines kept per process, for error reports
 const MAX_DISTINCT = 20; // distinct warning/error messages counted per process
 const STDERR_TAIL_CHARS = 8_192;
 const GOALS = { cellsPerSecond: 100_000, delayP99Ms: 1_000, rssMiB: 1_024 };
+/** The row-update configuration: its connections, bodies per row, and goals. */
+const ROW_PUT = {
+  connections: 50,
+  variants: 10,
+  maxRequests: 5_000_000,
+  goals: { perSecond: 20_000, rejectedShare: 0.01, p99Ms: 20 },
+};
 
 const ONLY = process.env.VIGIL_BENCH_E2E;
 const CPU_PROF_DIR = process.env.VIGIL_BENCH_CPU_PROF;
@@ -464,6 +478,34 @@ async function timelinePoint(
   };
 }
 
+/**
+ * The count of queryable cells since `fromMs`, polled until it reaches `acceptedCells` or stops
+ * growing for DRAIN_STABLE_MS (bounded by DRAIN_TIMEOUT_MS after `loadEnd`): the final count, when
+ * it was first seen, and whether every accepted cell became queryable.
+ */
+async function drain(
+  agent: Agent,
+  hub: string,
+  fromMs: number,
+  acceptedCells: number,
+  loadEnd: number,
+  queries: QueryStats,
+): Promise<{ count: number; countSeenAt: number; drained: boolean }> {
+  let count = -1;
+  let countSeenAt = loadEnd;
+  while (Date.now() - loadEnd < DRAIN_TIMEOUT_MS) {
+    const now = await queryableCells(agent, hub, fromMs, queries);
+    if (now !== undefined && now !== count) {
+      count = now;
+      countSeenAt = Date.now();
+    }
+    if (count >= acceptedCells) return { count, countSeenAt, drained: true };
+    if (Date.now() - countSeenAt >= DRAIN_STABLE_MS) break;
+    await delay(DRAIN_POLL_MS);
+  }
+  return { count, countSeenAt, drained: false };
+}
+
 async function measure(
   probe: string,
   gateway: string,
@@ -565,24 +607,8 @@ async function measure(
   const loadEnd = Date.now();
   for (const service of services) service.sampleMemory();
 
-  // Drain: the count of queryable cells until it reaches what was accepted or stops growing.
   const acceptedCells = puts * CELLS_PER_PUT;
-  let count = -1;
-  let countSeenAt = loadEnd;
-  let drained = false;
-  while (Date.now() - loadEnd < DRAIN_TIMEOUT_MS) {
-    const now = await queryableCells(agent, hub, fromMs, queries);
-    if (now !== undefined && now !== count) {
-      count = now;
-      countSeenAt = Date.now();
-    }
-    if (count >= acceptedCells) {
-      drained = true;
-      break;
-    }
-    if (Date.now() - countSeenAt >= DRAIN_STABLE_MS) break;
-    await delay(DRAIN_POLL_MS);
-  }
+  const { count, countSeenAt, drained } = await drain(agent, hub, fromMs, acceptedCells, loadEnd, queries);
   // Markers still pending get a little longer (the poller runs on), within the same bound.
   while (pending.length > 0 && Date.now() - loadEnd < DRAIN_TIMEOUT_MS && drained) await delay(POLL_GAP_MS);
   pollerStop = true;
@@ -826,6 +852,107 @@ async function runConfiguration(name: "up" | "processes-nats"): Promise<Record<s
   }
 }
 
+/** Row `r`'s body in variant `v`: its 10 numeric cells, each different from the previous variant's. */
+function rowBody(r: number, v: number): string {
+  let body = `{"c0":${v * 1000 + r}`;
+  for (let k = 1; k < COLUMNS; k += 1)
+    body += `,"c${k}":${((v * 7919 + r * 104_729 + k * 31) % 100_000) / 100}`;
+  return `${body}}`;
+}
+
+/** The `up-rows` configuration (see the module comment): row updates through `vigil up`. */
+async function runRowPuts(): Promise<Record<string, unknown>> {
+  const dir = mkdtempSync(join(tmpdir(), "vigil-bench-up-rows-"));
+  const services: Service[] = [];
+  const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+  try {
+    const started = await startUp(dir, (s) => services.push(s));
+    const queries: QueryStats = { latencies: [], failures: 0 };
+    const fromMs = Date.now() - 60_000;
+    const dataview = new URL(`/v1/managedEntity/${entityName(0)}/sampler/s/dataview/dv`, started.probe);
+    const first = await send(agent, dataview, "PUT", dataviewBody(0, 0, Date.now()), { keepBody: true });
+    if (first.status !== 200) throw new Error(`the dataview PUT was answered ${first.status}: ${first.body}`);
+    const requests: LoadRequest[] = [];
+    for (let v = 0; v < ROW_PUT.variants; v += 1) {
+      for (let r = 0; r < ROWS; r += 1) {
+        requests.push({ path: `${dataview.pathname}/row/r${r}`, body: Buffer.from(rowBody(r, v)) });
+      }
+    }
+    const result = await loadInChild(
+      { base: new URL(started.probe).origin, method: "PUT", requests },
+      { seconds: SECONDS, concurrency: ROW_PUT.connections, maxRequests: ROW_PUT.maxRequests },
+    );
+    const loadEnd = Date.now();
+    for (const service of services) service.sampleMemory();
+    const acceptedCells = CELLS_PER_PUT + result.ok * COLUMNS;
+    const { count, drained } = await drain(agent, started.hub, fromMs, acceptedCells, loadEnd, queries);
+    const rejected = result.statuses["503"] ?? 0;
+    const rejectedShare = result.requests === 0 ? 0 : rejected / result.requests;
+    const failureBodies = Object.keys(result.failureBodies);
+    const namesLimit = failureBodies.every((body) => /limit/i.test(body));
+    for (const service of services) await service.stop();
+    const rss = Object.fromEntries(services.map((s) => [s.label, s.peakMiB()]));
+    const perSecond = Math.round(result.perSecond);
+    const { goals } = ROW_PUT;
+    return {
+      bench: "end-to-end",
+      configuration: "up-rows",
+      connections: ROW_PUT.connections,
+      rows: ROWS,
+      numeric_columns: COLUMNS,
+      load_seconds: round1(result.seconds),
+      requests: result.requests,
+      accepted_per_second: perSecond,
+      accepted_cells_per_second: perSecond * COLUMNS,
+      rejected503: rejected,
+      rejected_share: Math.round(rejectedShare * 10_000) / 10_000,
+      statuses: result.statuses,
+      put_latency_ms: result.latencyMs,
+      failure_bodies: result.failureBodies,
+      accepted_cells: acceptedCells,
+      queryable_cells: Math.max(0, count),
+      all_accepted_queryable: drained,
+      peakRssMiB: rss,
+      log_problems: Object.fromEntries(services.map((s) => [s.label, Object.fromEntries(s.problems)])),
+      table: [
+        [
+          "end to end (up-rows): row PUTs/s accepted",
+          perSecond,
+          "",
+          "",
+          `≥ ${goals.perSecond}`,
+          perSecond >= goals.perSecond,
+        ],
+        [
+          "end to end (up-rows): share answered 503",
+          `${round1(rejectedShare * 100)} %`,
+          "",
+          "",
+          `< ${goals.rejectedShare * 100} %`,
+          rejectedShare < goals.rejectedShare,
+        ],
+        [
+          "end to end (up-rows): PUT p99 ms",
+          result.latencyMs.p99,
+          "",
+          "",
+          `< ${goals.p99Ms}`,
+          result.latencyMs.p99 < goals.p99Ms,
+        ],
+        ["end to end (up-rows): every refusal names its limit", namesLimit, "", "", "true", namesLimit],
+        ["end to end (up-rows): every accepted cell queryable", drained, "", "", "true", drained],
+      ],
+    };
+  } catch (error) {
+    for (const service of services) console.error(service.report());
+    throw error;
+  } finally {
+    agent.destroy();
+    for (const service of services) await service.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 if (!existsSync(VIGIL_BIN)) {
@@ -834,9 +961,10 @@ if (!existsSync(VIGIL_BIN)) {
 }
 if (CPU_PROF_DIR !== undefined) mkdirSync(CPU_PROF_DIR, { recursive: true });
 let failed = false;
-const configurations: ("up" | "processes-nats")[] = [];
+const configurations: ("up" | "processes-nats" | "up-rows")[] = [];
 if (ONLY === undefined || ONLY === "up") configurations.push("up");
 if (ONLY === undefined || ONLY === "nats") configurations.push("processes-nats");
+if (ONLY === undefined || ONLY === "rows") configurations.push("up-rows");
 for (const name of configurations) {
   if (name === "processes-nats" && !(await natsReachable())) {
     console.log(
@@ -845,7 +973,7 @@ for (const name of configurations) {
     continue;
   }
   try {
-    console.log(JSON.stringify(await runConfiguration(name)));
+    console.log(JSON.stringify(name === "up-rows" ? await runRowPuts() : await runConfiguration(name)));
   } catch (error) {
     failed = true;
     console.log(JSON.stringify({ bench: "end-to-end", configuration: name, error: String(error) }));
