@@ -22,12 +22,13 @@ import type {
   WireSampler,
 } from "./wire-setup.js";
 
-/** Longest name from the setup or of the gateway (UTF-16 code units). */
-export const WIRE_MAX_NAME_LENGTH = 1024;
-/** Longest free text: attribute values, paths, patterns, error messages (UTF-16 code units). */
-export const WIRE_MAX_TEXT_LENGTH = 16 * 1024;
+// Lengths are in characters as JSON Schema counts them (code points, so an astral character is one).
+/** Longest name from the setup or of the gateway. */
+const WIRE_MAX_NAME_LENGTH = 1024; // characters
+/** Longest free text: attribute values, paths, patterns, error messages. */
+const WIRE_MAX_TEXT_LENGTH = 16 * 1024; // characters
 /** Most managed entities, samplers, keywords or attributes in one list or map. */
-export const WIRE_MAX_SETUP_ITEMS = 100_000;
+const WIRE_MAX_SETUP_ITEMS = 100_000; // items
 const SEQ_MAX = Number.MAX_SAFE_INTEGER;
 
 const name = { type: "string", maxLength: WIRE_MAX_NAME_LENGTH } as const;
