@@ -1,12 +1,13 @@
 /**
- * Building the loaded `Setup` (DESIGN 2) from YAML data that has passed every check: each key left
- * out gets its default, only ever a named constant of `defaults.ts` (STYLE 10); relative paths are
- * resolved; the result is deep-frozen, so no module can change the setup it was given.
+ * Building the loaded `Setup` (DESIGN 2) from YAML data that has passed every check (`SetupInput`,
+ * the type the setup's JSON Schema is checked against): each key left out gets its default, only
+ * ever a named constant of `defaults.ts` (STYLE 10), the constants the schema's `default`
+ * annotations name; relative paths are resolved; the result is deep-frozen, so no module can change
+ * the setup it was given.
  */
 import { isAbsolute, resolve } from "node:path";
-import { DEFAULT_ROLES, type Role } from "../auth/roles.js";
-import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
-import type { Severity } from "../messages/types.js";
+import { DEFAULT_ROLES } from "../auth/roles.js";
+import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import {
   DEFAULT_BUFFER_SIZE,
   DEFAULT_CLIENT_CA_CERTIFICATE,
@@ -44,97 +45,19 @@ import type {
   MemoryProtectionSetup,
   ProbeSetup,
   PublishSink,
-  RuleOperator,
   RuleSetup,
   RuleTarget,
   SamplerSetup,
   Setup,
 } from "./setup.js";
-
-/** The YAML's shape once validated: what the schema allows, optional where it has a default. */
-export interface SetupInput {
-  /** Absent in a hub-only setup (then `probes` and `rules` are absent too). */
-  gateway?: {
-    name: string;
-    port?: number;
-    customDataviewMaxRows?: number;
-    maxColumnsPerDataview?: number;
-    maxCellLength?: number;
-    memoryProtection?: MemoryProtectionInput;
-    publish?: (
-      | "memory"
-      | { file: string }
-      | { nats: { url: string; stream?: string; subjectPrefix?: string } }
-    )[];
-    tls?: { certificate?: string; key?: string };
-  };
-  probes?: ProbeInput[];
-  rules?: RuleInput[];
-  hub?: {
-    port?: number;
-    maxSeriesPerEntity?: number;
-    maxEntities?: number;
-    entityCacheMb?: number;
-    retentionDays?: number;
-    memoryProtection?: MemoryProtectionInput;
-    tls?: { certificate?: string; key?: string };
-    security?: {
-      enabled?: boolean;
-      tokenLifetime?: number;
-      appKeys?: { clientId: string; clientSecret: string; roles?: Role[] }[];
-      kerberos?: { enabled?: boolean; keytab?: string; servicePrincipal?: string };
-      kerberosRoles?: Role[];
-    };
-  };
-  limits?: Partial<DataLimits>;
-}
-
-interface MemoryProtectionInput {
-  limitMb?: number;
-  ratio?: number;
-}
-
-interface ProbeInput {
-  name: string;
-  hostname?: string;
-  linkSecret?: string;
-  linkSecretFile?: string;
-  restApiHttpPort?: number;
-  restApiHttpsPort?: number;
-  memoryProtection?: MemoryProtectionInput;
-  managedEntities?: {
-    name: string;
-    attributes?: Record<string, string>;
-    samplers?: SamplerInput[];
-  }[];
-}
-
-type SamplerInput =
-  | {
-      name: string;
-      type?: string;
-      plugin: "rest-api";
-      bufferSize?: number;
-      rowLimit?: number;
-      verifyClientCertificate?: boolean;
-      clientCaCertificate?: { enabled?: boolean; path?: string };
-      schema?: { columns?: Record<string, { type?: ColumnSchema["type"]; unit?: string }> };
-    }
-  | {
-      name: string;
-      type?: string;
-      plugin: "fkm";
-      sampleInterval?: number;
-      source: { sampler: string; stream: string };
-      keywords: { pattern: string; severity: Severity }[];
-    };
-
-interface RuleInput {
-  name: string;
-  target: Partial<Record<keyof RuleTarget, string>>;
-  when: { operator: RuleOperator; value: string | number };
-  severity: Severity;
-}
+import type {
+  GatewayInput,
+  MemoryProtectionInput,
+  ProbeInput,
+  RuleInput,
+  SamplerInput,
+  SetupInput,
+} from "./setup-input.js";
 
 /**
  * The frozen `Setup` for `input`, every default filled in from `defaults.ts`: gateway port 7039,
@@ -199,10 +122,7 @@ function setupOf(
 }
 
 /** The `gateway:` section with its defaults (port 7039, no row override, publish [memory], …). */
-function buildGateway(
-  gateway: NonNullable<SetupInput["gateway"]>,
-  path: (p: string | undefined) => string,
-): GatewaySetup {
+function buildGateway(gateway: GatewayInput, path: (p: string | undefined) => string): GatewaySetup {
   return {
     name: gateway.name,
     port: gateway.port ?? DEFAULT_GATEWAY_PORT,

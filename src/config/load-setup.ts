@@ -11,12 +11,12 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { buildSetup, type SetupInput } from "./build-setup.js";
+import { buildSetup } from "./build-setup.js";
 import { type LinkSecretFiles, readLinkSecrets } from "./link-secret.js";
 import type { DeploymentSetup, Setup } from "./setup.js";
 import { crossCheckIssues, sectionIssues } from "./setup-cross-checks.js";
 import { SetupError, tidyIssues } from "./setup-issues.js";
-import { schemaIssues } from "./setup-schema-check.js";
+import { checkSetupSchema } from "./setup-schema-check.js";
 import { readSetupYaml } from "./setup-yaml.js";
 
 export { formatSetupIssues, SetupError, type SetupIssue } from "./setup-issues.js";
@@ -78,12 +78,13 @@ export function parseSetup(
 
   // Link secrets are read (linkSecretFile) and checked here: no check quotes a secret.
   const { secrets, issues } = readLinkSecrets(data, baseDir, options.linkSecretFiles);
-  const raw = [...schemaIssues(data), ...sectionIssues(data, hubOnly), ...crossCheckIssues(data), ...issues];
-  if (raw.length > 0) throw new SetupError(tidyIssues(raw.map(locate)));
+  const schema = checkSetupSchema(data);
+  const raw = [...schema.issues, ...sectionIssues(data, hubOnly), ...crossCheckIssues(data), ...issues];
+  if (raw.length > 0 || !("input" in schema)) throw new SetupError(tidyIssues(raw.map(locate)));
 
-  // The schema and the cross-checks have passed, so `data` has the shape of SetupInput; without
-  // `hubOnly`, `sectionIssues` has made sure it has a `gateway` (what the first overload promises).
-  return buildSetup(data as SetupInput, baseDir, secrets);
+  // Without `hubOnly`, `sectionIssues` has made sure the setup has a `gateway` (what the first
+  // overload promises).
+  return buildSetup(schema.input, baseDir, secrets);
 }
 
 /**

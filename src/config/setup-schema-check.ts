@@ -4,37 +4,53 @@
  * what was expected, and the nearest allowed name when one is close ("did you mean 'rowLimit'?",
  * STYLE 11). What the schema cannot say is checked in `setup-cross-checks.ts`.
  */
-import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import type { SetupInput } from "./setup-input.js";
 import { isRecord, nearest, type RawIssue, type Segment } from "./setup-issues.js";
-import { SETUP_SCHEMA } from "./setup-schema.js";
+import { compilableSetupSchema, SAMPLER_SCHEMAS } from "./setup-schema.js";
 
-let compiled: ReturnType<Ajv2020["compile"]> | undefined;
+let compiled: ValidateFunction<SetupInput> | undefined;
 
-function validator(): ReturnType<Ajv2020["compile"]> {
+function validator(): ValidateFunction<SetupInput> {
   if (compiled === undefined) {
     const ajv = new Ajv2020({ allErrors: true, verbose: true, allowUnionTypes: true, strict: true });
-    compiled = ajv.compile(SETUP_SCHEMA);
+    compiled = ajv.compile<SetupInput>(compilableSetupSchema());
   }
   return compiled;
 }
 
 /** Keys of each sampler plug-in's schema, to say "'keywords' belongs to fkm samplers". */
 const PLUGIN_KEYS: ReadonlyMap<string, readonly string[]> = new Map(
-  SETUP_SCHEMA.properties.probes.items.properties.managedEntities.items.properties.samplers.items.allOf.map(
-    (branch) => [branch.then.properties.plugin.const, Object.keys(branch.then.properties)] as const,
+  Object.entries(SAMPLER_SCHEMAS).map(
+    ([plugin, schema]) => [plugin, Object.keys(schema.properties)] as const,
   ),
 );
 
+/** What the schema says of setup data: the data as `SetupInput` when it fits, else its issues. */
+export type SchemaCheck =
+  | { readonly input: SetupInput; readonly issues: [] }
+  | { readonly issues: RawIssue[] };
+
 /**
- * Every way `data` breaks the setup schema, one issue per ajv error (the failing `if` of a sampler
- * or publish sink is left out: its `then` branch reports the details). [] when the data fits.
+ * Checks `data` against the setup schema: `input` is `data` itself, narrowed by the validator,
+ * when it fits; otherwise one issue per ajv error (the failing `if` of a sampler or publish sink is
+ * left out: its `then` branch reports the details).
  */
-export function schemaIssues(data: unknown): RawIssue[] {
+export function checkSetupSchema(data: unknown): SchemaCheck {
   const validate = validator();
-  if (validate(data)) return [];
-  return (validate.errors ?? [])
-    .filter((error) => error.keyword !== "if") // the failing `then` branch reports the details
-    .map((error) => schemaIssue(error, data));
+  if (validate(data)) return { input: data, issues: [] };
+  return { issues: (validate.errors ?? []).filter(reported).map((error) => schemaIssue(error, data)) };
+}
+
+/**
+ * Whether an ajv error becomes an issue. A failing `if` does not: its `then` branch reports the
+ * details. Nor does a wrong type where the schema lists the allowed values (`enum`, `const`): the
+ * `type` is there for `JSONSchemaType`, and the values' issue already says what to write.
+ */
+function reported(error: ErrorObject): boolean {
+  if (error.keyword === "if") return false;
+  if (error.keyword !== "type" || !isRecord(error.parentSchema)) return true;
+  return !("enum" in error.parentSchema || "const" in error.parentSchema);
 }
 
 function schemaIssue(error: ErrorObject, data: unknown): RawIssue {

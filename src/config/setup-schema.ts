@@ -1,14 +1,24 @@
 /**
- * JSON Schema (draft 2020-12) of the YAML setup file (DESIGN 2). Unknown keys are errors at every
- * level (`additionalProperties: false`). `default` values are annotations for editors and docs:
- * `build-setup.ts` fills the defaults itself, from `defaults.ts`. What a JSON Schema cannot say
- * (duplicate names, cross-references, regex syntax, port clashes, well-formed Unicode) is checked in
- * `setup-cross-checks.ts`.
+ * JSON Schema (draft 2020-12) of the YAML setup file (DESIGN 2), typed against `SetupInput`
+ * (`setup-input.ts`) with ajv's `JSONSchemaType`, so the schema and the type cannot drift. Unknown
+ * keys are errors at every level (`additionalProperties: false`). `default` values are annotations
+ * (ajv does not fill them): `build-setup.ts` fills the defaults, from the same named constants of
+ * `defaults.ts`. What a JSON Schema cannot say (duplicate names, cross-references, regex syntax,
+ * port clashes, well-formed Unicode) is checked in `setup-cross-checks.ts`.
  *
- * Samplers and publish sinks are discriminated with `if`/`then` rather than `oneOf`, so that a
- * validator reports the errors of the one branch that applies instead of every branch's.
+ * Two things `JSONSchemaType` cannot express are adapted here, each in one place:
+ * - It types a key the file may leave out only with `nullable: true` (it takes absent and null for
+ *   one). In YAML an empty value is null, which the setup refuses like any other wrong type, so
+ *   {@link compilableSetupSchema} removes the marks before ajv sees the schema: the validator is then
+ *   exactly as strict as `SetupInput` says.
+ * - It types a union of object shapes only as `anyOf`/`oneOf`, whose errors would list every
+ *   branch's. Samplers and publish sinks are discriminated with `if`/`then` instead, so that a
+ *   person reads the errors of the one branch that applies; each branch is typed on its own
+ *   ({@link SAMPLER_SCHEMAS}, the sinks' shapes) and the key that holds them refers to the joined
+ *   schema in `$defs`.
  */
 
+import type { JSONSchemaType, SchemaObject } from "ajv/dist/2020.js";
 import { DEFAULT_ROLES, ROLES } from "../auth/roles.js";
 import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import {
@@ -29,6 +39,7 @@ import {
   DEFAULT_NATS_STREAM,
   DEFAULT_NATS_SUBJECT_PREFIX,
   DEFAULT_PROBE_HOSTNAME,
+  DEFAULT_PUBLISH,
   DEFAULT_REST_API_HTTP_PORT,
   DEFAULT_REST_API_HTTPS_PORT,
   DEFAULT_RETENTION_DAYS,
@@ -39,8 +50,15 @@ import {
   DEFAULT_VERIFY_CLIENT_CERTIFICATE,
   MIN_LINK_FRAME_BYTES,
 } from "./defaults.js";
+import type {
+  FkmSamplerInput,
+  NatsSinkInput,
+  RestApiSamplerInput,
+  SamplerInput,
+  SetupInput,
+} from "./setup-input.js";
 
-export const PLUGINS = ["rest-api", "fkm"] as const;
+export const PLUGINS = ["rest-api", "fkm"] as const satisfies readonly SamplerInput["plugin"][];
 export const RULE_OPERATORS = ["=", "!=", ">", ">=", "<", "<=", "contains", "matches"] as const;
 /** Same values as `SEVERITIES` in messages/types.ts, repeated so the schema stays a plain literal. */
 export const SETUP_SEVERITIES = ["UNDEFINED", "OK", "WARNING", "CRITICAL", "UNKNOWN"] as const;
@@ -48,7 +66,7 @@ export const COLUMN_TYPES = ["float64", "int64", "string"] as const;
 
 /** 0 asks the operating system for a free port (tests use it). */
 const port = (defaultPort: number) =>
-  ({ type: "integer", minimum: 0, maximum: 65535, default: defaultPort }) as const;
+  ({ type: "integer", minimum: 0, maximum: 65535, default: defaultPort, nullable: true }) as const;
 const name = { type: "string", minLength: 1 } as const;
 /** Sampler names and types: parentheses would clash with the `name(type)` addressing (DESIGN 3.1). */
 const samplerName = {
@@ -62,31 +80,35 @@ const samplerType = {
   pattern: "^[^()]*$",
   default: "",
   description: "a sampler type without parentheses",
+  nullable: true,
 } as const;
-const filePath = { type: "string" } as const;
+const filePath = { type: "string", nullable: true } as const;
 /** Memory protection (DESIGN 3.5) of a probe, the gateway or the hub: the same keys and defaults. */
 const memoryProtection = {
   type: "object",
   properties: {
-    limitMb: { type: "integer", minimum: 1, default: DEFAULT_MEMORY_LIMIT_MB },
-    ratio: { type: "number", exclusiveMinimum: 0, maximum: 1, default: DEFAULT_MEMORY_RATIO },
+    limitMb: { type: "integer", minimum: 1, default: DEFAULT_MEMORY_LIMIT_MB, nullable: true },
+    ratio: { type: "number", exclusiveMinimum: 0, maximum: 1, default: DEFAULT_MEMORY_RATIO, nullable: true },
   },
   additionalProperties: false,
+  nullable: true,
 } as const;
 
 const restApiSampler = {
   type: "object",
+  required: ["name", "plugin"],
   properties: {
     name: samplerName,
     type: samplerType,
-    plugin: { const: "rest-api" },
-    bufferSize: { type: "integer", minimum: 1, default: DEFAULT_BUFFER_SIZE },
-    rowLimit: { type: "integer", minimum: 1, default: DEFAULT_ROW_LIMIT },
-    verifyClientCertificate: { type: "boolean", default: DEFAULT_VERIFY_CLIENT_CERTIFICATE },
+    plugin: { type: "string", const: "rest-api" },
+    bufferSize: { type: "integer", minimum: 1, default: DEFAULT_BUFFER_SIZE, nullable: true },
+    rowLimit: { type: "integer", minimum: 1, default: DEFAULT_ROW_LIMIT, nullable: true },
+    verifyClientCertificate: { type: "boolean", default: DEFAULT_VERIFY_CLIENT_CERTIFICATE, nullable: true },
     clientCaCertificate: {
       type: "object",
-      properties: { enabled: { type: "boolean", default: false }, path: filePath },
+      properties: { enabled: { type: "boolean", default: false, nullable: true }, path: filePath },
       additionalProperties: false,
+      nullable: true,
     },
     schema: {
       type: "object",
@@ -94,34 +116,38 @@ const restApiSampler = {
         columns: {
           type: "object",
           propertyNames: { minLength: 1 },
+          required: [],
           additionalProperties: {
             type: "object",
             properties: {
-              type: { enum: COLUMN_TYPES, default: DEFAULT_COLUMN_TYPE },
-              unit: { type: "string", minLength: 1, default: DEFAULT_COLUMN_UNIT },
+              type: { type: "string", enum: COLUMN_TYPES, default: DEFAULT_COLUMN_TYPE, nullable: true },
+              unit: { type: "string", minLength: 1, default: DEFAULT_COLUMN_UNIT, nullable: true },
             },
             additionalProperties: false,
           },
+          nullable: true,
         },
       },
       additionalProperties: false,
+      nullable: true,
     },
   },
   additionalProperties: false,
-} as const;
+} as const satisfies JSONSchemaType<RestApiSamplerInput>;
 
 const fkmSampler = {
   type: "object",
-  required: ["source", "keywords"],
+  required: ["name", "plugin", "source", "keywords"],
   properties: {
     name: samplerName,
     type: samplerType,
-    plugin: { const: "fkm" },
+    plugin: { type: "string", const: "fkm" },
     sampleInterval: {
       type: "number",
       exclusiveMinimum: 0,
       default: DEFAULT_FKM_SAMPLE_INTERVAL,
       description: "seconds between two samples",
+      nullable: true,
     },
     source: {
       type: "object",
@@ -137,15 +163,27 @@ const fkmSampler = {
         required: ["pattern", "severity"],
         properties: {
           pattern: { type: "string", minLength: 1, description: "an RE2 regular expression" },
-          severity: { enum: SETUP_SEVERITIES },
+          severity: { type: "string", enum: SETUP_SEVERITIES },
         },
         additionalProperties: false,
       },
     },
   },
   additionalProperties: false,
-} as const;
+} as const satisfies JSONSchemaType<FkmSamplerInput>;
 
+/**
+ * Each plug-in's sampler schema, typed against its own input type: a plug-in added to
+ * `SamplerInput` fails to compile until it has one here.
+ */
+export const SAMPLER_SCHEMAS = {
+  "rest-api": restApiSampler,
+  fkm: fkmSampler,
+} as const satisfies {
+  readonly [P in SamplerInput["plugin"]]: JSONSchemaType<Extract<SamplerInput, { plugin: P }>>;
+};
+
+/** A sampler: the `plugin` picks its branch; an unknown plugin is reported against `PLUGINS`. */
 const sampler = {
   type: "object",
   required: ["name", "plugin"],
@@ -166,10 +204,12 @@ const managedEntity = {
     attributes: {
       type: "object",
       propertyNames: { minLength: 1 },
+      required: [],
       additionalProperties: { type: "string" },
       default: {},
+      nullable: true,
     },
-    samplers: { type: "array", items: sampler, default: [] },
+    samplers: { $ref: "#/$defs/samplers" },
   },
   additionalProperties: false,
 } as const;
@@ -179,16 +219,17 @@ const probe = {
   required: ["name"],
   properties: {
     name,
-    hostname: { type: "string", minLength: 1, default: DEFAULT_PROBE_HOSTNAME },
+    hostname: { type: "string", minLength: 1, default: DEFAULT_PROBE_HOSTNAME, nullable: true },
     restApiHttpPort: port(DEFAULT_REST_API_HTTP_PORT),
     restApiHttpsPort: port(DEFAULT_REST_API_HTTPS_PORT),
     memoryProtection,
     linkSecret: {
       type: "string",
       description: "the secret the probe presents on the probe link (at least 16 characters)",
+      nullable: true,
     },
     linkSecretFile: { ...filePath, description: "a file (mode 0600) holding the probe's link secret" },
-    managedEntities: { type: "array", items: managedEntity, default: [] },
+    managedEntities: { type: "array", items: managedEntity, default: [], nullable: true },
   },
   additionalProperties: false,
 } as const;
@@ -207,16 +248,21 @@ const natsSink = {
       pattern: "^[A-Za-z0-9_-]+$",
       default: DEFAULT_NATS_STREAM,
       description: "a JetStream stream name (letters, digits, _ and -)",
+      nullable: true,
     },
     subjectPrefix: {
       type: "string",
       pattern: "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
       default: DEFAULT_NATS_SUBJECT_PREFIX,
       description: "dot-separated subject tokens of letters, digits, _ and -",
+      nullable: true,
     },
   },
   additionalProperties: false,
-} as const;
+} as const satisfies JSONSchemaType<NatsSinkInput>;
+
+/** `{file: PATH}` or `{nats: {…}}`, exactly one key; typed by each key's own schema. */
+const fileSinkPath = { type: "string", minLength: 1 } as const satisfies JSONSchemaType<string>;
 
 const publishSink = {
   if: { type: "string" },
@@ -226,7 +272,7 @@ const publishSink = {
     type: "object",
     minProperties: 1,
     maxProperties: 1,
-    properties: { file: { type: "string", minLength: 1 }, nats: natsSink },
+    properties: { file: fileSinkPath, nats: natsSink },
     additionalProperties: false,
     description: "memory, {file: PATH} or {nats: {url, stream, subjectPrefix}}",
   },
@@ -237,6 +283,7 @@ const tls = {
   type: "object",
   properties: { certificate: filePath, key: filePath },
   additionalProperties: false,
+  nullable: true,
 } as const;
 
 const gateway = {
@@ -245,27 +292,41 @@ const gateway = {
   properties: {
     name,
     port: port(DEFAULT_GATEWAY_PORT),
-    customDataviewMaxRows: { type: "integer", minimum: 0, default: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS },
+    customDataviewMaxRows: {
+      type: "integer",
+      minimum: 0,
+      default: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+      nullable: true,
+    },
     maxColumnsPerDataview: {
       type: "integer",
       minimum: 1,
       default: DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
       description: "distinct columns per dataview",
+      nullable: true,
     },
     maxCellLength: {
       type: "integer",
       minimum: 1,
       default: DEFAULT_MAX_CELL_LENGTH,
       description: "UTF-16 code units per cell",
+      nullable: true,
     },
     memoryProtection,
-    publish: { type: "array", items: publishSink, default: ["memory"] },
+    publish: { $ref: "#/$defs/publish" },
     tls,
   },
   additionalProperties: false,
+  nullable: true,
 } as const;
 
-const targetField = { type: "string", minLength: 1, default: DEFAULT_RULE_TARGET_WILDCARD } as const;
+const targetField = {
+  type: "string",
+  minLength: 1,
+  default: DEFAULT_RULE_TARGET_WILDCARD,
+  nullable: true,
+} as const;
+const cellOrHeadline = { type: "string", minLength: 1, nullable: true } as const;
 
 const rule = {
   type: "object",
@@ -278,19 +339,22 @@ const rule = {
         managedEntity: targetField,
         sampler: targetField,
         dataview: targetField,
-        row: { type: "string", minLength: 1 },
-        column: { type: "string", minLength: 1 },
-        headline: { type: "string", minLength: 1 },
+        row: cellOrHeadline,
+        column: cellOrHeadline,
+        headline: cellOrHeadline,
       },
       additionalProperties: false,
     },
     when: {
       type: "object",
       required: ["operator", "value"],
-      properties: { operator: { enum: RULE_OPERATORS }, value: { type: ["string", "number"] } },
+      properties: {
+        operator: { type: "string", enum: RULE_OPERATORS },
+        value: { type: ["string", "number"] },
+      },
       additionalProperties: false,
     },
-    severity: { enum: SETUP_SEVERITIES },
+    severity: { type: "string", enum: SETUP_SEVERITIES },
   },
   additionalProperties: false,
 } as const;
@@ -299,9 +363,10 @@ const rule = {
 const roles = {
   type: "array",
   minItems: 1,
-  items: { enum: ROLES },
+  items: { type: "string", enum: ROLES },
   default: DEFAULT_ROLES,
   description: "roles: read, write, operate",
+  nullable: true,
 } as const;
 const hub = {
   type: "object",
@@ -312,18 +377,21 @@ const hub = {
       minimum: 1,
       default: DEFAULT_MAX_SERIES_PER_ENTITY,
       description: "series per entity",
+      nullable: true,
     },
     maxEntities: {
       type: "integer",
       minimum: 1,
       default: DEFAULT_MAX_ENTITIES,
       description: "entities (and probes) the hub holds",
+      nullable: true,
     },
     entityCacheMb: {
       type: "integer",
       minimum: 0,
       default: DEFAULT_ENTITY_CACHE_MB,
       description: "MiB of entities the hub keeps in memory for entity requests (0: none)",
+      nullable: true,
     },
     retentionDays: {
       type: "integer",
@@ -331,18 +399,20 @@ const hub = {
       maximum: 36_500,
       default: DEFAULT_RETENTION_DAYS,
       description: "days (0 keeps everything)",
+      nullable: true,
     },
     memoryProtection,
     tls,
     security: {
       type: "object",
       properties: {
-        enabled: { type: "boolean", default: DEFAULT_SECURITY_ENABLED },
+        enabled: { type: "boolean", default: DEFAULT_SECURITY_ENABLED, nullable: true },
         tokenLifetime: {
           type: "integer",
           minimum: 1,
           default: DEFAULT_TOKEN_LIFETIME,
           description: "seconds",
+          nullable: true,
         },
         appKeys: {
           type: "array",
@@ -353,26 +423,37 @@ const hub = {
             additionalProperties: false,
           },
           default: [],
+          nullable: true,
         },
         kerberos: {
           type: "object",
           properties: {
-            enabled: { type: "boolean", default: false },
+            enabled: { type: "boolean", default: false, nullable: true },
             keytab: filePath,
-            servicePrincipal: { type: "string" },
+            servicePrincipal: { type: "string", nullable: true },
           },
           additionalProperties: false,
+          nullable: true,
         },
         kerberosRoles: roles,
       },
       additionalProperties: false,
+      nullable: true,
     },
   },
   additionalProperties: false,
+  nullable: true,
 } as const;
 
 const limit = (defaultValue: number, description: string) =>
-  ({ type: "integer", minimum: 1, maximum: 2 ** 31 - 1, default: defaultValue, description }) as const;
+  ({
+    type: "integer",
+    minimum: 1,
+    maximum: 2 ** 31 - 1,
+    default: defaultValue,
+    description,
+    nullable: true,
+  }) as const;
 
 /** What may enter from the network, the same at every entry point (docs/security.md, "Limits"). */
 const limits = {
@@ -392,25 +473,63 @@ const limits = {
     jsonDepth: limit(DEFAULT_DATA_LIMITS.jsonDepth, "nesting of arrays and objects in untrusted JSON"),
   },
   additionalProperties: false,
+  nullable: true,
 } as const;
 
 /**
- * The whole setup file. Only `gateway.name` is required; everything else has a default. `gateway`
- * itself may be left out in a hub-only setup (only `hub:` and `limits:`, for `vigil hub`): whether
- * a setup needs it depends on the command that loads it, so `sectionIssues` in
- * `setup-cross-checks.ts` says so, not this schema.
+ * The whole setup file but for the discriminated unions, typed against `SetupInput`. Only
+ * `gateway.name` is required; everything else has a default. `gateway` itself may be left out in a
+ * hub-only setup (only `hub:` and `limits:`, for `vigil hub`): whether a setup needs it depends on
+ * the command that loads it, so `sectionIssues` in `setup-cross-checks.ts` says so, not this schema.
  */
-export const SETUP_SCHEMA = {
+const setupFile = {
   $schema: "https://json-schema.org/draft/2020-12/schema",
   $id: "urn:vigil:setup",
   title: "vigil setup file",
   type: "object",
   properties: {
     gateway,
-    probes: { type: "array", items: probe, default: [] },
-    rules: { type: "array", items: rule, default: [] },
+    probes: { type: "array", items: probe, default: [], nullable: true },
+    rules: { type: "array", items: rule, default: [], nullable: true },
     hub,
     limits,
   },
   additionalProperties: false,
+} as const satisfies JSONSchemaType<SetupInput>;
+
+/**
+ * The setup file's schema: {@link setupFile} with the two discriminated unions it refers to.
+ * `JSONSchemaType` types `$defs` only loosely (any JSON), so they stand beside the typed part; their
+ * branches are typed one by one above.
+ */
+export const SETUP_SCHEMA = {
+  ...setupFile,
+  $defs: {
+    samplers: { type: "array", items: sampler, default: [] },
+    publish: { type: "array", items: publishSink, default: DEFAULT_PUBLISH },
+  },
 } as const;
+
+/**
+ * {@link SETUP_SCHEMA} as ajv compiles it: without the `nullable` marks that `JSONSchemaType`
+ * asks of every key the file may leave out, so that an empty YAML value (null) stays an error and
+ * the validator admits exactly `SetupInput`. Nothing else differs.
+ */
+export function compilableSetupSchema(): SchemaObject {
+  return withoutNullable(SETUP_SCHEMA);
+}
+
+function withoutNullable(schema: object): SchemaObject {
+  const out: SchemaObject = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "nullable") continue;
+    out[key] = compilable(value);
+  }
+  return out;
+}
+
+function compilable(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(compilable);
+  if (typeof value === "object" && value !== null) return withoutNullable(value);
+  return value;
+}

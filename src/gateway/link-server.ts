@@ -53,6 +53,7 @@ import {
   LimitFrameError,
   parseProbeFrame,
 } from "../link/validate.js";
+import { wireProbeLimits, wireProbeSetup } from "../link/wire-setup.js";
 import type { PublicV2Message } from "../messages/types.js";
 import type { Applied } from "./hierarchy.js";
 import { type LinkRefusalReason, LinkRefusals } from "./link-refusals.js";
@@ -266,7 +267,11 @@ export class LinkServer {
       }
       const previous = before.probes.find((p) => p.name === probe);
       if (limitsChanged || JSON.stringify(previous) !== JSON.stringify(next)) {
-        this.send(session.end, { type: "setup", setup: next, limits });
+        this.send(session.end, {
+          type: "setup",
+          setup: wireProbeSetup(next),
+          limits: wireProbeLimits(limits),
+        });
       }
     }
   }
@@ -399,8 +404,8 @@ export class LinkServer {
       type: "welcome",
       version: LINK_PROTOCOL_VERSION,
       gateway: this.options.setup().gateway.name,
-      setup: probeSetup,
-      limits: probeLimits(this.options.setup().gateway, this.options.setup().limits),
+      setup: wireProbeSetup(probeSetup),
+      limits: wireProbeLimits(probeLimits(this.options.setup().gateway, this.options.setup().limits)),
       credit: this.credit,
       maxBatchChanges: this.maxBatchChanges,
       heartbeatMs: this.heartbeatMs,

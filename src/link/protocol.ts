@@ -19,9 +19,10 @@
  * never object keys, so a frame can be parsed from JSON and read without prototype tricks.
  */
 
-import type { GatewaySetup, ProbeSetup } from "../config/setup.js";
+import type { GatewaySetup } from "../config/setup.js";
 import { type DataLimits, DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
 import type { Severity } from "../messages/types.js";
+import type { WireProbeLimits, WireProbeSetup } from "./wire-setup.js";
 
 /** Version of this protocol; a probe and a gateway must agree exactly (a mismatch is refused). */
 export const LINK_PROTOCOL_VERSION = 2;
@@ -185,13 +186,18 @@ export const LINK_ERROR_CODES = [
 ] as const;
 export type LinkErrorCode = (typeof LINK_ERROR_CODES)[number];
 
+/**
+ * What a gateway sends. The setup's part travels in wire types of its own (`wire-setup.ts`), not
+ * the config types, so a new setup key does not change these frames unless the link says so; the
+ * probe checks each frame against `GATEWAY_FRAME_SCHEMA` (`wire-schema.ts`).
+ */
 export type GatewayFrame =
   | {
       readonly type: "welcome";
       readonly version: number;
       readonly gateway: string;
-      readonly setup: ProbeSetup;
-      readonly limits: ProbeLimits;
+      readonly setup: WireProbeSetup;
+      readonly limits: WireProbeLimits;
       /** Batches the probe may have unacknowledged. */
       readonly credit: number;
       /** Most changes (or state items) one batch may carry. */
@@ -199,7 +205,7 @@ export type GatewayFrame =
       /** Heartbeat interval; a link silent for 3 intervals is lost. */
       readonly heartbeatMs: number;
     }
-  | { readonly type: "setup"; readonly setup: ProbeSetup; readonly limits: ProbeLimits }
+  | { readonly type: "setup"; readonly setup: WireProbeSetup; readonly limits: WireProbeLimits }
   | { readonly type: "ack"; readonly seq: number }
   | { readonly type: "heartbeat" }
   | { readonly type: "error"; readonly code: LinkErrorCode; readonly message: string };

@@ -13,14 +13,6 @@
  */
 
 import { LINK_MAX_CELL_LENGTH, LINK_MAX_COLUMNS } from "../config/defaults.js";
-import type {
-  ColumnSchema,
-  FkmSampler,
-  ManagedEntitySetup,
-  ProbeSetup,
-  RestApiSampler,
-  SamplerSetup,
-} from "../config/setup.js";
 import {
   type DataLimits,
   DEFAULT_DATA_LIMITS,
@@ -29,20 +21,19 @@ import {
 } from "../limits/data-limits.js";
 import { type LimitName, limitReason } from "../limits/limit-refusals.js";
 import { SEVERITIES, type Severity } from "../messages/types.js";
-import {
-  type Change,
-  type DataviewAddress,
-  type GatewayFrame,
-  LINK_ERROR_CODES,
-  type LinkErrorCode,
-  type ProbeFrame,
-  type ProbeLimits,
-  type ProbeParameters,
-  type WireCells,
-  type WireHeadlines,
-  type WireRow,
-  type WireSeverities,
+import type {
+  Change,
+  DataviewAddress,
+  GatewayFrame,
+  ProbeFrame,
+  ProbeLimits,
+  ProbeParameters,
+  WireCells,
+  WireHeadlines,
+  WireRow,
+  WireSeverities,
 } from "./protocol.js";
+import { gatewayFrameValidator, wireErrorText } from "./wire-schema.js";
 
 /** A frame that breaks the protocol; `message` names where (`changes[3].cells[2]`) and why. */
 export class FrameError extends Error {
@@ -103,7 +94,6 @@ function nameWithin(text: string, path: string, bounds: FrameBounds, extra = 0):
 // Bounds on names that are not cells (names from the setup or the probe's own identity).
 const MAX_NAME_LENGTH = 1024; // UTF-16 code units
 const MAX_TEXT_LENGTH = 16 * 1024; // UTF-16 code units, error messages and reasons
-const MAX_SETUP_ITEMS = 100_000; // managed entities, samplers, attributes, … in one list
 
 type Json = Record<string, unknown>;
 
@@ -139,13 +129,6 @@ function integer(value: unknown, path: string, min: number, max: number): number
   return value;
 }
 
-function number(value: unknown, path: string, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
-    fail(path, `must be a number from ${min} to ${max}`);
-  }
-  return value;
-}
-
 function boolean(value: unknown, path: string): boolean {
   if (typeof value !== "boolean") fail(path, "must be true or false");
   return value;
@@ -155,16 +138,6 @@ function array(value: unknown, path: string, max: number): readonly unknown[] {
   if (!Array.isArray(value)) fail(path, "must be an array");
   if (value.length > max) fail(path, `has more than ${max} elements`);
   return value;
-}
-
-/** An object of string values (setup attributes), copied to a prototype-less object. */
-function stringRecord(value: unknown, path: string): Readonly<Record<string, string>> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) fail(path, "must be an object");
-  const out: Record<string, string> = Object.create(null);
-  const entries = Object.entries(value);
-  if (entries.length > MAX_SETUP_ITEMS) fail(path, `has more than ${MAX_SETUP_ITEMS} entries`);
-  for (const [key, item] of entries) out[key] = string(item, `${path}.${key.slice(0, 64)}`, MAX_TEXT_LENGTH);
-  return out;
 }
 
 const EPOCH_MS_MAX = 8.64e15; // the largest JavaScript Date
@@ -481,197 +454,15 @@ export function parseProbeFrame(value: unknown, bounds: FrameBounds): ProbeFrame
   }
 }
 
-function memoryProtection(value: unknown, path: string) {
-  const m = object(value, path, ["limitMb", "ratio"]);
-  return {
-    limitMb: number(m.limitMb, `${path}.limitMb`, 1, Number.MAX_SAFE_INTEGER),
-    ratio: number(m.ratio, `${path}.ratio`, Number.MIN_VALUE, 1),
-  };
-}
-
-function sampler(value: unknown, path: string): SamplerSetup {
-  const plugin = (value as Json | null)?.plugin;
-  if (plugin === "rest-api") {
-    const s = object(value, path, [
-      "name",
-      "type",
-      "plugin",
-      "bufferSize",
-      "rowLimit",
-      "verifyClientCertificate",
-      "clientCaCertificate",
-      "schema",
-    ]);
-    const ca = object(s.clientCaCertificate, `${path}.clientCaCertificate`, ["enabled", "path"]);
-    const schema = object(s.schema, `${path}.schema`, ["columns"]);
-    const declared = schema.columns;
-    if (declared === null || typeof declared !== "object" || Array.isArray(declared)) {
-      fail(`${path}.schema.columns`, "must be an object");
-    }
-    const schemaColumns: Record<string, ColumnSchema> = Object.create(null);
-    for (const [name, column] of Object.entries(declared)) {
-      const where = `${path}.schema.columns.${name.slice(0, 64)}`;
-      const c = object(column, where, ["type", "unit"]);
-      const type = c.type;
-      if (type !== "float64" && type !== "int64" && type !== "string") {
-        fail(`${where}.type`, "must be float64, int64 or string");
-      }
-      schemaColumns[name] = { type, unit: string(c.unit, `${where}.unit`) };
-    }
-    const restApi: RestApiSampler = {
-      name: string(s.name, `${path}.name`),
-      type: string(s.type, `${path}.type`),
-      plugin,
-      bufferSize: integer(s.bufferSize, `${path}.bufferSize`, 1, Number.MAX_SAFE_INTEGER),
-      rowLimit: integer(s.rowLimit, `${path}.rowLimit`, 0, Number.MAX_SAFE_INTEGER),
-      verifyClientCertificate: boolean(s.verifyClientCertificate, `${path}.verifyClientCertificate`),
-      clientCaCertificate: {
-        enabled: boolean(ca.enabled, `${path}.clientCaCertificate.enabled`),
-        path: string(ca.path, `${path}.clientCaCertificate.path`, MAX_TEXT_LENGTH),
-      },
-      schema: { columns: schemaColumns },
-    };
-    return restApi;
-  }
-  if (plugin === "fkm") {
-    const s = object(value, path, ["name", "type", "plugin", "sampleInterval", "source", "keywords"]);
-    const source = object(s.source, `${path}.source`, ["sampler", "stream"]);
-    const keywords = array(s.keywords, `${path}.keywords`, MAX_SETUP_ITEMS).map((k, i) => {
-      const keyword = object(k, `${path}.keywords[${i}]`, ["pattern", "severity"]);
-      const severity = keyword.severity;
-      if (!SEVERITIES.includes(severity as Severity)) {
-        fail(`${path}.keywords[${i}].severity`, `must be one of ${SEVERITIES.join(", ")}`);
-      }
-      return {
-        pattern: string(keyword.pattern, `${path}.keywords[${i}].pattern`, MAX_TEXT_LENGTH),
-        severity: severity as Severity,
-      };
-    });
-    const fkm: FkmSampler = {
-      name: string(s.name, `${path}.name`),
-      type: string(s.type, `${path}.type`),
-      plugin,
-      sampleInterval: number(s.sampleInterval, `${path}.sampleInterval`, Number.MIN_VALUE, Number.MAX_VALUE),
-      source: {
-        sampler: string(source.sampler, `${path}.source.sampler`),
-        stream: string(source.stream, `${path}.source.stream`),
-      },
-      keywords,
-    };
-    return fkm;
-  }
-  return fail(`${path}.plugin`, "must be 'rest-api' or 'fkm'");
-}
-
-/** Validates the probe's part of the setup as a gateway sends it. */
-export function parseProbeSetup(value: unknown, path: string): ProbeSetup {
-  const p = object(value, path, [
-    "name",
-    "hostname",
-    "restApiHttpPort",
-    "restApiHttpsPort",
-    "memoryProtection",
-    "managedEntities",
-  ]);
-  const entities = array(p.managedEntities, `${path}.managedEntities`, MAX_SETUP_ITEMS).map(
-    (e, i): ManagedEntitySetup => {
-      const where = `${path}.managedEntities[${i}]`;
-      const entity = object(e, where, ["name", "attributes", "samplers"]);
-      return {
-        name: string(entity.name, `${where}.name`),
-        attributes: stringRecord(entity.attributes, `${where}.attributes`),
-        samplers: array(entity.samplers, `${where}.samplers`, MAX_SETUP_ITEMS).map((s, j) =>
-          sampler(s, `${where}.samplers[${j}]`),
-        ),
-      };
-    },
-  );
-  return {
-    name: string(p.name, `${path}.name`),
-    hostname: string(p.hostname, `${path}.hostname`),
-    restApiHttpPort: integer(p.restApiHttpPort, `${path}.restApiHttpPort`, 0, 65535),
-    restApiHttpsPort: integer(p.restApiHttpsPort, `${path}.restApiHttpsPort`, 0, 65535),
-    memoryProtection: memoryProtection(p.memoryProtection, `${path}.memoryProtection`),
-    managedEntities: entities,
-  };
-}
-
-const DATA_LIMIT_KEYS = Object.keys(DEFAULT_DATA_LIMITS) as (keyof DataLimits)[];
-
-function limits(value: unknown, path: string): ProbeLimits {
-  const l = object(
-    value,
-    path,
-    ["customDataviewMaxRows", "maxColumnsPerDataview", "maxCellLength"],
-    ["data"],
-  );
-  const out: ProbeLimits = {
-    customDataviewMaxRows: integer(l.customDataviewMaxRows, `${path}.customDataviewMaxRows`, 0, SEQ_MAX),
-    maxColumnsPerDataview: integer(l.maxColumnsPerDataview, `${path}.maxColumnsPerDataview`, 1, SEQ_MAX),
-    maxCellLength: integer(l.maxCellLength, `${path}.maxCellLength`, 1, SEQ_MAX),
-  };
-  if (l.data === undefined) return out;
-  const d = object(l.data, `${path}.data`, DATA_LIMIT_KEYS);
-  const data = Object.create(null) as Record<keyof DataLimits, number>;
-  for (const key of DATA_LIMIT_KEYS) data[key] = integer(d[key], `${path}.data.${key}`, 1, 2 ** 31 - 1);
-  return { ...out, data: { ...data } };
-}
-
-/** Validates a frame a probe received from its gateway. */
+/**
+ * Validates a frame a probe received from its gateway against the wire schema
+ * (`GATEWAY_FRAME_SCHEMA`); the first fault is a {@link FrameError} naming where and why.
+ */
 export function parseGatewayFrame(value: unknown): GatewayFrame {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) fail("frame", "must be an object");
-  const type = (value as Json).type;
-  switch (type) {
-    case "welcome": {
-      const f = object(value, "welcome", [
-        "type",
-        "version",
-        "gateway",
-        "setup",
-        "limits",
-        "credit",
-        "maxBatchChanges",
-        "heartbeatMs",
-      ]);
-      return {
-        type,
-        version: integer(f.version, "welcome.version", 0, SEQ_MAX),
-        gateway: string(f.gateway, "welcome.gateway"),
-        setup: parseProbeSetup(f.setup, "welcome.setup"),
-        limits: limits(f.limits, "welcome.limits"),
-        credit: integer(f.credit, "welcome.credit", 1, 1_000_000),
-        maxBatchChanges: integer(f.maxBatchChanges, "welcome.maxBatchChanges", 1, 1_000_000),
-        heartbeatMs: integer(f.heartbeatMs, "welcome.heartbeatMs", 1, 3_600_000),
-      };
-    }
-    case "setup": {
-      const f = object(value, "setup", ["type", "setup", "limits"]);
-      return {
-        type,
-        setup: parseProbeSetup(f.setup, "setup.setup"),
-        limits: limits(f.limits, "setup.limits"),
-      };
-    }
-    case "ack": {
-      const f = object(value, "ack", ["type", "seq"]);
-      return { type, seq: integer(f.seq, "ack.seq", 1, SEQ_MAX) };
-    }
-    case "heartbeat":
-      object(value, "heartbeat", ["type"]);
-      return { type };
-    case "error": {
-      const f = object(value, "error", ["type", "code", "message"]);
-      const code = f.code;
-      if (!LINK_ERROR_CODES.includes(code as LinkErrorCode)) {
-        fail("error.code", `must be one of ${LINK_ERROR_CODES.join(", ")}`);
-      }
-      return {
-        type,
-        code: code as LinkErrorCode,
-        message: string(f.message, "error.message", MAX_TEXT_LENGTH),
-      };
-    }
-    default:
-      return fail("frame.type", `unknown frame type ${JSON.stringify(type)?.slice(0, 64)}`);
-  }
+  const validate = gatewayFrameValidator();
+  if (validate(value)) return value;
+  const [error] = validate.errors ?? [];
+  throw new FrameError(
+    error === undefined ? "frame: does not fit the link's schema" : wireErrorText(error, value),
+  );
 }

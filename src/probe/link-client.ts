@@ -23,6 +23,7 @@ import {
   PROBE_OUTGOING_CHANGES,
   RETRY_AFTER_SECONDS,
 } from "../config/defaults.js";
+import type { ProbeSetup } from "../config/setup.js";
 import { VigilError } from "../errors/catalog.js";
 import { Backoff } from "../flow/backoff.js";
 import { BoundedQueue } from "../flow/bounded-queue.js";
@@ -40,14 +41,23 @@ import {
   LINK_PROTOCOL_VERSION,
   type LinkErrorCode,
   type ProbeFrame,
+  type ProbeLimits,
   type ProbeParameters,
 } from "../link/protocol.js";
 import type { LinkClose, LinkConnector, LinkEnd } from "../link/transport.js";
 import { FrameError, parseGatewayFrame } from "../link/validate.js";
+import { probeLimitsOfWire, probeSetupOfWire } from "../link/wire-setup.js";
 import { StateCursor, type StateSnapshot } from "./state-cursor.js";
 
-export type WelcomeFrame = Extract<GatewayFrame, { type: "welcome" }>;
-export type SetupFrame = Extract<GatewayFrame, { type: "setup" }>;
+/** A `welcome` with the setup's part and limits mapped from their wire types to the config's. */
+export type WelcomeFrame = Omit<Extract<GatewayFrame, { type: "welcome" }>, "setup" | "limits"> &
+  SetupOfFrame;
+/** A `setup` frame, mapped like {@link WelcomeFrame}. */
+export type SetupFrame = { readonly type: "setup" } & SetupOfFrame;
+interface SetupOfFrame {
+  readonly setup: ProbeSetup;
+  readonly limits: ProbeLimits;
+}
 
 export interface LinkClientOptions {
   readonly probe: string;
@@ -369,14 +379,22 @@ export class ProbeLinkClient {
           this.protocolError(session, "a second welcome");
           return;
         }
-        void this.welcomed(session, frame);
+        void this.welcomed(session, {
+          ...frame,
+          setup: probeSetupOfWire(frame.setup),
+          limits: probeLimitsOfWire(frame.limits),
+        });
         return;
       case "setup":
         if (session.welcome === undefined) {
           this.protocolError(session, "setup before welcome");
           return;
         }
-        this.options.onSetup(frame);
+        this.options.onSetup({
+          type: "setup",
+          setup: probeSetupOfWire(frame.setup),
+          limits: probeLimitsOfWire(frame.limits),
+        });
         return;
       case "ack":
         this.acked(session, frame.seq);

@@ -129,6 +129,8 @@ describe("parseSetup: invalid setups report every issue with its path", () => {
     ["empty name", "gateway: {name: ''}", [["gateway.name", "must not be empty"]]],
     ["port as a string", "gateway: {name: G, port: '80'}", [["gateway.port", "expected an integer, got '80'"]]],
     ["fractional port", "gateway: {name: G, port: 80.5}", [["gateway.port", "expected an integer, got 80.5"]]],
+    ["an empty value where a key may be left out", "gateway:\n  name: G\n  port:\n", [["gateway.port", "expected an integer, got an empty value"]]],
+    ["a number where a severity is needed names the severities only", withRules("{name: r, target: {column: c}, when: {operator: '>', value: 1}, severity: 5}"), [["rules[0].severity", "5 is not allowed; use 'UNDEFINED', 'OK', 'WARNING', 'CRITICAL', 'UNKNOWN'"]]],
     ["number where text is needed suggests quotes", withProbes("{name: p, managedEntities: [{name: m, attributes: {Version: 1.10}}]}"), [["probes[0].managedEntities[0].attributes.Version", `put it in quotes ("1.1")`]]],
     ["list where a mapping is needed", "gateway: [a]", [["gateway", "expected a mapping (key: value), got a list"]]],
     ["port above 65535", withProbes("{name: p, restApiHttpPort: 65536}"), [["probes[0].restApiHttpPort", "65536 is out of range; must be at least 0 and at most 65535"]]],

@@ -16,6 +16,8 @@ import {
   wireCellCount,
 } from "../../src/link/protocol.js";
 import { FrameError, frameBounds, parseGatewayFrame, parseProbeFrame } from "../../src/link/validate.js";
+import { WIRE_PROBE_SETUP_SCHEMA } from "../../src/link/wire-schema.js";
+import { probeSetupOfWire, wireProbeLimits, wireProbeSetup } from "../../src/link/wire-setup.js";
 
 const setup = parseSetup(`
 gateway: { name: GW, maxColumnsPerDataview: 4, maxCellLength: 10 }
@@ -294,5 +296,78 @@ describe("probe link: cell encoding", () => {
 
   test("decoding never spells out more cells than there are columns", () => {
     assert.deepEqual(decodeCells(["a", 1_000_000_000, "b"], 3), ["a", "", ""]);
+  });
+});
+
+/** Every property path a schema lists (`managedEntities[].samplers[].keywords[].pattern`), sorted. */
+function schemaKeys(schema: unknown, prefix = ""): string[] {
+  if (typeof schema !== "object" || schema === null) return [];
+  const keys: string[] = [];
+  if ("properties" in schema && typeof schema.properties === "object" && schema.properties !== null) {
+    for (const [key, child] of Object.entries(schema.properties)) {
+      keys.push(`${prefix}${key}`, ...schemaKeys(child, `${prefix}${key}.`));
+    }
+  }
+  if ("items" in schema) keys.push(...schemaKeys(schema.items, `${prefix.replace(/\.$/, "")}[].`));
+  if ("additionalProperties" in schema) keys.push(...schemaKeys(schema.additionalProperties, `${prefix}*.`));
+  if ("oneOf" in schema && Array.isArray(schema.oneOf)) {
+    for (const branch of schema.oneOf) keys.push(...schemaKeys(branch, prefix));
+  }
+  return [...new Set(keys)].sort();
+}
+
+describe("probe link: the wire shape of the setup's part", () => {
+  test("is pinned: a change to welcome's setup is a change to the link (and maybe its version)", () => {
+    // biome-ignore format: one key per line reads as the wire's shape
+    assert.deepEqual(schemaKeys(WIRE_PROBE_SETUP_SCHEMA), [
+      "hostname",
+      "managedEntities",
+      "managedEntities[].attributes",
+      "managedEntities[].name",
+      "managedEntities[].samplers",
+      "managedEntities[].samplers[].bufferSize",
+      "managedEntities[].samplers[].clientCaCertificate",
+      "managedEntities[].samplers[].clientCaCertificate.enabled",
+      "managedEntities[].samplers[].clientCaCertificate.path",
+      "managedEntities[].samplers[].keywords",
+      "managedEntities[].samplers[].keywords[].pattern",
+      "managedEntities[].samplers[].keywords[].severity",
+      "managedEntities[].samplers[].name",
+      "managedEntities[].samplers[].plugin",
+      "managedEntities[].samplers[].rowLimit",
+      "managedEntities[].samplers[].sampleInterval",
+      "managedEntities[].samplers[].schema",
+      "managedEntities[].samplers[].schema.columns",
+      "managedEntities[].samplers[].schema.columns.*.type",
+      "managedEntities[].samplers[].schema.columns.*.unit",
+      "managedEntities[].samplers[].source",
+      "managedEntities[].samplers[].source.sampler",
+      "managedEntities[].samplers[].source.stream",
+      "managedEntities[].samplers[].type",
+      "managedEntities[].samplers[].verifyClientCertificate",
+      "memoryProtection",
+      "memoryProtection.limitMb",
+      "memoryProtection.ratio",
+      "name",
+      "restApiHttpPort",
+      "restApiHttpsPort",
+    ]);
+    assert.equal(LINK_PROTOCOL_VERSION, 2);
+  });
+
+  test("is the same JSON text as the loaded setup's part, so the version stays", () => {
+    assert.equal(JSON.stringify(wireProbeSetup(probeSetup)), JSON.stringify(probeSetup));
+    assert.equal(JSON.stringify(wireProbeLimits(limits)), JSON.stringify(limits));
+  });
+
+  test("maps back to the setup's part the gateway sent", () => {
+    const parsed = parseGatewayFrame(
+      JSON.parse(JSON.stringify({ ...welcome, setup: wireProbeSetup(probeSetup) })),
+    );
+    assert.ok(parsed.type === "welcome");
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(probeSetupOfWire(parsed.setup))),
+      JSON.parse(JSON.stringify(probeSetup)),
+    );
   });
 });

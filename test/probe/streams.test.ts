@@ -13,6 +13,7 @@ import { parseSetup } from "../../src/config/load-setup.js";
 import type { ProbeSetup } from "../../src/config/setup.js";
 import type { Change } from "../../src/link/protocol.js";
 import { probeLimits } from "../../src/link/protocol.js";
+import { wireProbeLimits, wireProbeSetup } from "../../src/link/wire-setup.js";
 import { buildProbe } from "../../src/probe/app.js";
 import { ManualScheduler } from "../../src/probe/fkm/sample-scheduler.js";
 import { STREAMS_COLUMNS } from "../../src/probe/streams/sampler-streams.js";
@@ -370,7 +371,11 @@ describe("live reconfiguration", () => {
 
   test("the gateway's setup frame reconfigures streams too", async () => {
     const next = parseSetup(SETUP_YAML.replace("bufferSize: 3", "bufferSize: 7"));
-    gateway.send({ type: "setup", setup: next.probes[0] as ProbeSetup, limits: probeLimits(next.gateway) });
+    gateway.send({
+      type: "setup",
+      setup: wireProbeSetup(next.probes[0] as ProbeSetup),
+      limits: wireProbeLimits(probeLimits(next.gateway)),
+    });
     await eventually(
       async () => (await get(streamUrl("s1", "app-log"))).body.maxBufferSize === 7,
       "bufferSize 7",
