@@ -22,11 +22,13 @@ import type {
   WireSampler,
 } from "./wire-setup.js";
 
-// Lengths are in characters as JSON Schema counts them (code points, so an astral character is one).
+// Lengths are UTF-16 code units, as `String.length` and every other check of vigil's count them
+// (the validator is compiled with `unicode: false`), so a name of astral characters meets the same
+// bound here as where it entered.
 /** Longest name from the setup or of the gateway. */
-const WIRE_MAX_NAME_LENGTH = 1024; // characters
+const WIRE_MAX_NAME_LENGTH = 1024; // UTF-16 code units
 /** Longest free text: attribute values, paths, patterns, error messages. */
-const WIRE_MAX_TEXT_LENGTH = 16 * 1024; // characters
+const WIRE_MAX_TEXT_LENGTH = 16 * 1024; // UTF-16 code units
 /** Most managed entities, samplers, keywords or attributes in one list or map. */
 const WIRE_MAX_SETUP_ITEMS = 100_000; // items
 const SEQ_MAX = Number.MAX_SAFE_INTEGER;
@@ -257,7 +259,13 @@ let compiled: ValidateFunction<GatewayFrame> | undefined;
  */
 export function gatewayFrameValidator(): ValidateFunction<GatewayFrame> {
   if (compiled === undefined) {
-    const ajv = new Ajv2020({ discriminator: true, strict: true, allErrors: false, verbose: true });
+    const ajv = new Ajv2020({
+      discriminator: true,
+      strict: true,
+      allErrors: false,
+      verbose: true,
+      unicode: false,
+    });
     compiled = ajv.compile(GATEWAY_FRAME_SCHEMA);
   }
   return compiled;

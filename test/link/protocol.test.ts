@@ -193,6 +193,17 @@ const gatewayFrames: [string, unknown, RegExp | undefined][] = [
   ["heartbeat", { type: "heartbeat" }, undefined],
   ["error", { type: "error", code: "UNKNOWN_PROBE", message: "no such probe" }, undefined],
   ["error with an unknown code", { type: "error", code: "OOPS", message: "x" }, /error.code: must be one of/],
+  // Lengths are UTF-16 code units, as everywhere else: 16 384 units of astral characters is the most.
+  [
+    "error with a message of 16 384 UTF-16 units",
+    { type: "error", code: "UNKNOWN_PROBE", message: "😀".repeat(8192) },
+    undefined,
+  ],
+  [
+    "error with a message of 16 386 UTF-16 units (8 193 characters)",
+    { type: "error", code: "UNKNOWN_PROBE", message: "😀".repeat(8193) },
+    /error.message/,
+  ],
   ["an unknown type", { type: "changes", seq: 1, changes: [] }, /unknown frame type "changes"/],
 ];
 
