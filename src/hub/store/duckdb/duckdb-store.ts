@@ -42,6 +42,7 @@ import {
 import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../../config/defaults.js";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
+import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import { seriesLimits } from "../data-checks.js";
 import { applyDataviews, type DataviewState, stripProbeDetails, withProbe } from "../dataviews.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
@@ -72,12 +73,9 @@ import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import {
   buildMetricQuery,
   buildZoneOffsetsQuery,
-  fixedZoneOffsets,
-  parseZone,
   readMetricRows,
   readZoneOffsets,
   scanWindow,
-  type ZoneOffsets,
 } from "./duckdb-metrics-sql.js";
 import {
   countSamplesSql,

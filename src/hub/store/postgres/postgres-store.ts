@@ -16,9 +16,9 @@
 import postgres, { type Sql } from "postgres";
 import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
+import { parseZone } from "../core/zone-offsets.js";
 import { seriesLimits } from "../data-checks.js";
 import { applyDataviews, type DataviewState, withProbe } from "../dataviews.js";
-import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";

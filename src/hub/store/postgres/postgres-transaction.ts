@@ -41,7 +41,8 @@ import {
   type StoreTransaction,
 } from "../store.js";
 import { checkBatchText, checkNoNul } from "./postgres-checks.js";
-import { byCodePoint, claimMessageKeys } from "./postgres-claims.js";
+import { byCodePoint } from "../core/message-claims.js";
+import { claimMessageKeys } from "./postgres-claims.js";
 import { closedSafe } from "./postgres-closed.js";
 import { copySamples } from "./postgres-copy.js";
 import { insertEvents } from "./postgres-events.js";
