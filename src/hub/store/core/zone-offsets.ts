@@ -7,6 +7,7 @@
  * units (DuckDB's microseconds) converts where it binds a value or reads one back. Offset changes
  * fall on whole seconds, so no conversion loses anything.
  */
+import { VigilError } from "../../../errors/catalog.js";
 
 export const SECOND_MS = 1000;
 export const MINUTE_MS = 60_000;
@@ -101,4 +102,30 @@ export function segments(offsets: ZoneOffsets, window: ScanWindow): Segment[] {
   }
   out.push({ from, to: window.to, offsetMs, opened });
   return out;
+}
+
+/**
+ * The zone names a database's time zone library knows, read once on the first query with a named
+ * zone. Node's ICU and the database carry their own zone data: a name Node accepts that the
+ * database does not know is the client's error (400 for `zoneId`), not a store failure, and it is
+ * never passed on (PostgreSQL would read an unknown name as a POSIX spec with the sign inverted).
+ */
+export class KnownZones {
+  private names: Set<string> | undefined;
+
+  /** `read` lists the database's zone names (DuckDB and PostgreSQL: `pg_timezone_names`). */
+  constructor(private readonly read: () => Promise<Iterable<string>>) {}
+
+  /** Resolves when `zone` is a fixed offset or a name the database knows; else rejects (INVALID_QUERY). */
+  async check(zone: string): Promise<void> {
+    const spec = parseZone(zone);
+    if (spec.kind !== "named") return;
+    this.names ??= new Set(await this.read());
+    if (!this.names.has(spec.name)) {
+      throw new VigilError("INVALID_QUERY", {
+        field: "zoneId",
+        detail: `time zone '${zone}' is not known to the store; use a canonical IANA name or a fixed offset such as +05:30`,
+      });
+    }
+  }
 }
