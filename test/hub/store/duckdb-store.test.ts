@@ -5,11 +5,11 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { decimalFraction } from "../../../src/hub/store/core/percentile-rank.js";
+import { parseZone } from "../../../src/hub/store/core/zone-offsets.js";
 import { digestOf } from "../../../src/hub/store/duckdb/duckdb-claims.js";
 import {
   buildZoneOffsetsQuery,
-  decimalFraction,
-  parseZone,
   percentileDecimals,
   scanWindow,
 } from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";

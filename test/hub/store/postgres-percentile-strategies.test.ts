@@ -15,12 +15,12 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import fc from "fast-check";
 import postgres from "postgres";
+import { MAX_SEGMENT_SCANS } from "../../../src/hub/store/core/bucket-grid.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import {
   type PgMetricQueryOptions,
   queryPgMetrics,
 } from "../../../src/hub/store/postgres/postgres-metrics.js";
-import { MAX_SEGMENT_SCANS } from "../../../src/hub/store/postgres/postgres-metrics-sql.js";
 import { listPartitions } from "../../../src/hub/store/postgres/postgres-partitions.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import type {

@@ -6,9 +6,16 @@
  * statement: an insert that skips the known digests and returns the new ones.
  */
 import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import {
+  claimMessageKeys as claimKeys,
+  claimNewDigests,
+  type DigestStatements,
+  type OriginRun,
+  type SeqRunStatements,
+} from "../core/message-claims.js";
 import { checkMessageKey } from "../data-checks.js";
 import { type DigestForm, digestHex } from "../message-digest.js";
-import { type ClaimedHash, groupMessageKeys, planSeqClaim, type SeqRange } from "../seq-ranges.js";
+import { type ClaimedHash, groupMessageKeys } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { toNumber } from "./duckdb-append.js";
 
@@ -47,120 +54,90 @@ export class DigestConflict extends Error {
 
 /**
  * Claims `keys` on `connection` (which must be inside a transaction) in a store whose digests are of
- * `form`: for each key, true when it was not stored before and not earlier in `keys`. Throws
- * StoreDataError for a malformed key before touching the database. `optimistic`: hash keys are
- * inserted as if none were stored (a plain insert, half the cost of the careful one that returns
- * what it inserted), and a DigestConflict is thrown when one was.
+ * `form`: for each key, true when it was not stored before and not earlier in `keys`
+ * (core/message-claims.ts). Throws StoreDataError for a malformed key before touching the database.
+ * `optimistic`: hash keys are inserted as if none were stored (a plain insert, half the cost of the
+ * careful one that returns what it inserted), and a DigestConflict is thrown when one was.
  */
-export async function claimMessageKeys(
+export function claimMessageKeys(
   connection: DuckDBConnection,
   keys: readonly MessageKey[],
   form: DigestForm,
   optimistic = false,
 ): Promise<boolean[]> {
-  for (const key of keys) checkMessageKey(key);
-  const fresh = new Array<boolean>(keys.length).fill(false);
-  const { origins, hashes } = groupMessageKeys(keys);
-  if (origins.size > 0) await claimSeqs(connection, origins, fresh);
-  if (hashes.length > 0) {
-    if (optimistic) await insertNewDigests(connection, newDigests(hashes, form, fresh));
-    else await claimHashes(connection, hashes, form, fresh);
-  }
-  return fresh;
+  return claimKeys(
+    {
+      checkKey: () => undefined,
+      runs: seqRunStatements(connection),
+      claimHashes: optimistic
+        ? (hashes, fresh) => insertNewDigests(connection, newDigests(hashes, form, fresh))
+        : claimNewDigests(digestStatements(connection, form)),
+    },
+    keys,
+  );
 }
 
-async function claimSeqs(
-  connection: DuckDBConnection,
-  origins: ReadonlyMap<string, { indexes: number[]; seqs: number[] }>,
-  fresh: boolean[],
-): Promise<void> {
-  const names = [...origins.keys()];
-  const windows = names.map((origin) => {
-    let lo = Number.POSITIVE_INFINITY;
-    let hi = Number.NEGATIVE_INFINITY;
-    for (const seq of origins.get(origin)?.seqs ?? []) {
-      if (seq < lo) lo = seq;
-      if (seq > hi) hi = seq;
-    }
-    return { origin, lo, hi };
+/** The runs of seqs in `message_ranges`, read and changed in one statement each. */
+function seqRunStatements(connection: DuckDBConnection): SeqRunStatements {
+  const runLists = (runs: readonly OriginRun[]) => ({
+    origins: listValue(runs.map((r) => r.origin)),
+    first: listValue(runs.map((r) => r.range.first)),
+    last: listValue(runs.map((r) => r.range.last)),
   });
-  // The runs that overlap or touch each origin's [lo, hi]: a run ending at lo − 1 or starting at
-  // hi + 1 is widened rather than joined by a new row.
-  const read = await connection.runAndReadAll(
-    `SELECT r.origin, r.first_seq, r.last_seq
-     FROM message_ranges r
-     JOIN (SELECT unnest($origins) AS origin, unnest($lo) AS lo, unnest($hi) AS hi) w ON r.origin = w.origin
-     WHERE r.last_seq >= w.lo - 1 AND r.first_seq <= w.hi + 1`,
-    {
-      origins: listValue(names),
-      lo: listValue(windows.map((w) => w.lo)),
-      hi: listValue(windows.map((w) => w.hi)),
+  return {
+    async read(windows) {
+      const read = await connection.runAndReadAll(
+        `SELECT r.origin, r.first_seq, r.last_seq
+         FROM message_ranges r
+         JOIN (SELECT unnest($origins) AS origin, unnest($lo) AS lo, unnest($hi) AS hi) w ON r.origin = w.origin
+         WHERE r.last_seq >= w.lo - 1 AND r.first_seq <= w.hi + 1`,
+        {
+          origins: listValue(windows.map((w) => w.origin)),
+          lo: listValue(windows.map((w) => w.lo)),
+          hi: listValue(windows.map((w) => w.hi)),
+        },
+        { origins: TEXTS, lo: SEQS, hi: SEQS },
+      );
+      return read.getRowsJS().map(([origin, first, last]) => ({
+        origin: String(origin),
+        range: { first: toNumber(first ?? null) ?? 0, last: toNumber(last ?? null) ?? 0 },
+      }));
     },
-    { origins: TEXTS, lo: SEQS, hi: SEQS },
-  );
-  const stored = new Map<string, SeqRange[]>();
-  for (const [origin, first, last] of read.getRowsJS()) {
-    const name = String(origin);
-    const runs = stored.get(name) ?? [];
-    runs.push({ first: toNumber(first ?? null) ?? 0, last: toNumber(last ?? null) ?? 0 });
-    stored.set(name, runs);
-  }
-
-  const remove: { origin: string; range: SeqRange }[] = [];
-  const update: { origin: string; from: SeqRange; to: SeqRange }[] = [];
-  const insert: { origin: string; range: SeqRange }[] = [];
-  for (const [origin, group] of origins) {
-    const plan = planSeqClaim(stored.get(origin) ?? [], group.seqs);
-    plan.fresh.forEach((isFresh, i) => {
-      fresh[group.indexes[i] as number] = isFresh;
-    });
-    for (const range of plan.remove) remove.push({ origin, range });
-    for (const u of plan.update) update.push({ origin, ...u });
-    for (const range of plan.insert) insert.push({ origin, range });
-  }
-
-  if (remove.length > 0) {
-    await connection.run(
-      `DELETE FROM message_ranges USING
-         (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq) d
-       WHERE message_ranges.origin = d.origin AND message_ranges.first_seq = d.first_seq
-         AND message_ranges.last_seq = d.last_seq`,
-      {
-        origins: listValue(remove.map((r) => r.origin)),
-        first: listValue(remove.map((r) => r.range.first)),
-        last: listValue(remove.map((r) => r.range.last)),
-      },
-      { origins: TEXTS, first: SEQS, last: SEQS },
-    );
-  }
-  if (update.length > 0) {
-    await connection.run(
-      `UPDATE message_ranges SET first_seq = u.new_first, last_seq = u.new_last FROM
-         (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq,
-                 unnest($newFirst) AS new_first, unnest($newLast) AS new_last) u
-       WHERE message_ranges.origin = u.origin AND message_ranges.first_seq = u.first_seq
-         AND message_ranges.last_seq = u.last_seq`,
-      {
-        origins: listValue(update.map((u) => u.origin)),
-        first: listValue(update.map((u) => u.from.first)),
-        last: listValue(update.map((u) => u.from.last)),
-        newFirst: listValue(update.map((u) => u.to.first)),
-        newLast: listValue(update.map((u) => u.to.last)),
-      },
-      { origins: TEXTS, first: SEQS, last: SEQS, newFirst: SEQS, newLast: SEQS },
-    );
-  }
-  if (insert.length > 0) {
-    await connection.run(
-      "INSERT INTO message_ranges SELECT unnest($origins), unnest($first), unnest($last)",
-      {
-        origins: listValue(insert.map((r) => r.origin)),
-        first: listValue(insert.map((r) => r.range.first)),
-        last: listValue(insert.map((r) => r.range.last)),
-      },
-      { origins: TEXTS, first: SEQS, last: SEQS },
-    );
-  }
+    async remove(runs) {
+      await connection.run(
+        `DELETE FROM message_ranges USING
+           (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq) d
+         WHERE message_ranges.origin = d.origin AND message_ranges.first_seq = d.first_seq
+           AND message_ranges.last_seq = d.last_seq`,
+        runLists(runs),
+        { origins: TEXTS, first: SEQS, last: SEQS },
+      );
+    },
+    async update(changes) {
+      await connection.run(
+        `UPDATE message_ranges SET first_seq = u.new_first, last_seq = u.new_last FROM
+           (SELECT unnest($origins) AS origin, unnest($first) AS first_seq, unnest($last) AS last_seq,
+                   unnest($newFirst) AS new_first, unnest($newLast) AS new_last) u
+         WHERE message_ranges.origin = u.origin AND message_ranges.first_seq = u.first_seq
+           AND message_ranges.last_seq = u.last_seq`,
+        {
+          origins: listValue(changes.map((u) => u.origin)),
+          first: listValue(changes.map((u) => u.from.first)),
+          last: listValue(changes.map((u) => u.from.last)),
+          newFirst: listValue(changes.map((u) => u.to.first)),
+          newLast: listValue(changes.map((u) => u.to.last)),
+        },
+        { origins: TEXTS, first: SEQS, last: SEQS, newFirst: SEQS, newLast: SEQS },
+      );
+    },
+    async insert(runs) {
+      await connection.run(
+        "INSERT INTO message_ranges SELECT unnest($origins), unnest($first), unnest($last)",
+        runLists(runs),
+        { origins: TEXTS, first: SEQS, last: SEQS },
+      );
+    },
+  };
 }
 
 /**
@@ -212,22 +189,17 @@ async function insertNewDigests(connection: DuckDBConnection, digests: ReadonlyS
   }
 }
 
-async function claimHashes(
-  connection: DuckDBConnection,
-  hashes: readonly ClaimedHash[],
-  form: DigestForm,
-  fresh: boolean[],
-): Promise<void> {
-  const digests = hashes.map((h) => digestOf(h, form));
-  // The primary key skips stored digests; RETURNING names the rows actually inserted.
-  const inserted = await connection.runAndReadAll(
-    `INSERT INTO message_digests SELECT DISTINCT ${DIGESTS_FROM_TEXT}
-     ON CONFLICT DO NOTHING RETURNING digest`,
-    digestText(digests),
-    { digests: VARCHAR },
-  );
-  const added = new Set((inserted.getColumnsJS()[0] ?? []) as bigint[]);
-  hashes.forEach(({ index }, k) => {
-    if (added.delete(digests[k] as bigint)) fresh[index] = true;
-  });
+/** The careful claim's insert: the primary key skips stored digests, RETURNING names the rows inserted. */
+function digestStatements(connection: DuckDBConnection, form: DigestForm): DigestStatements<bigint> {
+  return {
+    digest: (hash) => digestOf(hash, form),
+    async insertNew(digests) {
+      const inserted = await connection.runAndReadAll(
+        `INSERT INTO message_digests SELECT ${DIGESTS_FROM_TEXT} ON CONFLICT DO NOTHING RETURNING digest`,
+        digestText(digests),
+        { digests: VARCHAR },
+      );
+      return (inserted.getColumnsJS()[0] ?? []) as bigint[];
+    },
+  };
 }

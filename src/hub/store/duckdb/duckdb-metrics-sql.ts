@@ -44,15 +44,21 @@ import {
   VARCHAR,
 } from "@duckdb/node-api";
 import { asEpochMs } from "../../../ids.js";
+import { gridTruncations, scanGroups } from "../core/bucket-grid.js";
+import { groupAttributeValues, groupColumns, plainAggregations, planSelectors } from "../core/metric-plan.js";
+import { decimalFraction } from "../core/percentile-rank.js";
 import {
-  type AggregationName,
-  type BucketSpec,
-  type GroupKey,
-  MAX_PERCENTILE_DECIMALS,
-  type MetricQueryPlan,
-  type MetricQueryRow,
-  type TimeWindow,
-} from "../store.js";
+  DAY_MS,
+  HOUR_MS,
+  MINUTE_MS,
+  type OffsetTransition,
+  SECOND_MS,
+  type Segment,
+  segments,
+  TRANSITION_LOOKBACK_MS,
+  type ZoneOffsets,
+} from "../core/zone-offsets.js";
+import type { AggregationName, MetricQueryPlan, MetricQueryRow, TimeWindow } from "../store.js";
 
 /** A statement with named parameters, ready for `connection.runAndReadAll(sql, values, types)`. */
 export interface MetricSql {
@@ -67,6 +73,15 @@ export interface MetricSql {
   readonly identifiers: readonly string[];
 }
 
+/**
+ * The instants `[fromUs, toUs)` (µs since the epoch, DuckDB's unit; whole milliseconds) where
+ * samples of a query can be: the core's `ScanWindow` at DuckDB's edge.
+ */
+export interface DuckDbScanWindow {
+  readonly fromUs: bigint;
+  readonly toUs: bigint;
+}
+
 /** A statement with named parameters and nothing else to know about its answer. */
 export interface Statement {
   readonly sql: string;
@@ -74,112 +89,15 @@ export interface Statement {
   readonly types: Record<string, DuckDBType>;
 }
 
-/** A zone the database can use: an ICU zone name, or a fixed offset applied by arithmetic. */
-export type ZoneSpec =
-  | { readonly kind: "named"; readonly name: string }
-  | { readonly kind: "fixed"; readonly offsetSeconds: number };
-
-/** One change of a zone's UTC offset: from `beforeUs` to `afterUs` (µs east of UTC) at `atUs`. */
-export interface OffsetTransition {
-  readonly atUs: bigint;
-  readonly beforeUs: bigint;
-  readonly afterUs: bigint;
-}
-
-/**
- * A zone's UTC offsets around a query: `initialUs` is in force from before the range (at least
- * {@link TRANSITION_LOOKBACK_MS} before it) until the first of `transitions` (time-ordered, each
- * strictly later than the one before). A fixed offset has no transitions.
- */
-export interface ZoneOffsets {
-  readonly initialUs: bigint;
-  readonly transitions: readonly OffsetTransition[];
-}
-
-/** The instants `[fromUs, toUs)` (µs since the epoch) where samples of a query can be. */
-export interface ScanWindow {
-  readonly fromUs: bigint;
-  readonly toUs: bigint;
-}
-
-const FIXED_OFFSET = /^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?$/i;
 const US_PER_MS = 1000n;
-const SECOND_US = 1_000_000n;
-const MINUTE_US = 60_000_000n;
-const HOUR_US = 3_600_000_000n;
-const DAY_US = 86_400_000_000n;
-const WEEK_US = 7n * DAY_US;
-/** 1970-01-05, the first Monday after the epoch, in days: ISO weeks start on Monday. */
-const FIRST_MONDAY_US = 4n * DAY_US;
-/** How far before `from` to look for offset transitions: longer than the longest bucket (a month). */
-export const TRANSITION_LOOKBACK_MS = 33 * 86_400_000; // 33 days
-/**
- * Most scans of `samples` one statement makes: a range with more offset segments than this (a
- * London query over more than eight years) scans groups of consecutive segments, choosing each
- * sample's segment with a CASE. Exported for tests.
- */
-export const MAX_SEGMENT_SCANS = 16;
-/** Denominators above this could overflow HUGEINT in `num · n` for very large groups. */
-const MAX_PERCENTILE_DENOMINATOR = 10n ** BigInt(MAX_PERCENTILE_DECIMALS);
-
-/**
- * Classifies a zone id for DuckDB. ICU (DuckDB's time zone library) rejects offset ids such as
- * `+05:30` and reads `UTC+05:30` wrongly, and `Etc/GMT…` cannot express half-hour offsets, so fixed
- * offsets (`+05:30`, `-0800`, `+05`, `UTC+01:00`, `GMT-3`, `Z`) become `{kind: "fixed"}` and are
- * applied as a plain shift; every other id (IANA names and aliases like `Asia/Calcutta`) is passed
- * to ICU unchanged as `{kind: "named"}`.
- */
-export function parseZone(zone: string): ZoneSpec {
-  if (zone === "Z" || zone === "z") return { kind: "fixed", offsetSeconds: 0 };
-  const m = FIXED_OFFSET.exec(zone);
-  if (m === null) return { kind: "named", name: zone };
-  const [, sign, hours, minutes, seconds] = m;
-  const h = Number(hours);
-  const min = Number(minutes ?? "0");
-  const s = Number(seconds ?? "0");
-  if (h > 18 || min > 59 || s > 59) throw new RangeError(`time zone offset out of range: ${zone}`);
-  const magnitude = h * 3600 + min * 60 + s;
-  return { kind: "fixed", offsetSeconds: sign === "-" ? -magnitude : magnitude };
-}
-
-/**
- * Turns a percentile `p` written as a decimal string (`"0.07"`, `"1"`, `".5"`, `"5e-2"`) into an
- * exact fraction numerator/denominator with a power-of-ten denominator, reduced, so that ⌈p·n⌉ can
- * be computed in integer arithmetic (DESIGN 5.3: 0.07 of 100 values is the 7th). Throws a
- * RangeError when `p` is not a decimal in [0, 1] or needs more than 24 decimal places.
- */
-export function decimalFraction(p: string): { readonly numerator: bigint; readonly denominator: bigint } {
-  const m = /^(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(p.trim());
-  const whole = m?.[1] ?? "";
-  const fraction = m?.[2] ?? "";
-  if (m === null || whole.length + fraction.length === 0) {
-    throw new RangeError(`percentile must be a decimal number in [0, 1], got "${p}"`);
-  }
-  const exponent = Number(m[3] ?? "0") - fraction.length;
-  if (!Number.isSafeInteger(exponent) || exponent > 24 || exponent < -1000) {
-    throw new RangeError(`percentile must be a decimal number in [0, 1], got "${p}"`);
-  }
-  let numerator = BigInt(whole + fraction);
-  let denominator = 1n;
-  if (exponent >= 0) numerator *= 10n ** BigInt(exponent);
-  else denominator = 10n ** BigInt(-exponent);
-  if (numerator > denominator) throw new RangeError(`percentile must be in [0, 1], got "${p}"`);
-  const divisor = gcd(numerator, denominator);
-  numerator /= divisor;
-  denominator /= divisor;
-  if (denominator > MAX_PERCENTILE_DENOMINATOR) {
-    throw new RangeError(`percentile "${p}" has more than ${MAX_PERCENTILE_DECIMALS} decimal places`);
-  }
-  return { numerator, denominator };
-}
-
-function gcd(a: bigint, b: bigint): bigint {
-  let x = a;
-  let y = b;
-  while (y !== 0n) [x, y] = [y, x % y];
-  return x === 0n ? 1n : x;
-}
-
+/** A time in ms (the plan's unit, core/zone-offsets.ts) as DuckDB's µs. */
+const us = (ms: number): bigint => BigInt(ms) * US_PER_MS;
+/** A whole number of ms from DuckDB's µs (window bounds are whole ms, offsets whole seconds). */
+const ms = (us: bigint): number => Number(us / US_PER_MS);
+const SECOND_US = us(SECOND_MS);
+const MINUTE_US = us(MINUTE_MS);
+const HOUR_US = us(HOUR_MS);
+const DAY_US = us(DAY_MS);
 /**
  * The percentiles `ps` (decimal strings) as DECIMAL(38, s) values, s the fewest decimal places
  * that hold every one exactly (0.95 and 0.5 → 95 and 50 with scale 2; 1 alone → 1 with scale 0).
@@ -225,13 +143,7 @@ const simple =
  * into one, answering the first p for all of them (found by the rank test named above).
  */
 const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
-  "svc.count": simple("count(value)"),
-  "svc.sum": simple("sum(value)"),
-  "svc.min": simple("min(value)"),
-  "svc.max": simple("max(value)"),
-  "svc.avg": simple("avg(value)"),
-  "svc.var": simple("var_pop(value)"),
-  "svc.stddev": simple("stddev_pop(value)"),
+  ...plainAggregations(simple),
   // A STRUCT key orders by time, then value. Measured: as fast as a HUGEINT key made of
   // the time and the value's bits, and unlike a BIGINT time key alone it breaks ties the same way
   // on every run.
@@ -240,27 +152,19 @@ const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
   "svc.percentile": (_i, percentile) => ({ inner: null, outer: `pct[${percentile}]` }),
 };
 
-const GROUP_COLUMNS = { rowname: "row_name", entity: "entity_id", attribute: "attr" } as const;
-
-function groupName(key: GroupKey): keyof typeof GROUP_COLUMNS {
-  return typeof key === "string" ? key : "attribute";
-}
-
 /** `x` modulo `m` rounded toward minus infinity (DuckDB's `%` keeps the sign of `x`). */
 const floorMod = (x: string, m: string): string => `((${x} % ${m}) + ${m}) % ${m}`;
 
 /**
  * The local floor of a local time given as µs since the local epoch (`l`, a column name or a
- * parenthesised expression), as µs since the local epoch, for each bucket kind: plain arithmetic
- * for minutes (sizes divide a day, so the grid from local midnight is the grid from the local
- * epoch), days and ISO weeks; `date_trunc` for calendar months.
+ * parenthesised expression), as µs since the local epoch (core/bucket-grid.ts); `date_trunc` for
+ * calendar months. A minutes bucket's size is the parameter `$bucket_us`.
  */
-const TRUNCATE: Record<Exclude<BucketSpec["kind"], "count">, (l: string) => string> = {
-  minutes: (l) => `${l} - ${floorMod(l, "$bucket_us")}`,
-  day: (l) => `${l} - ${floorMod(l, `${DAY_US}`)}`,
-  week: (l) => `${l} - ${floorMod(`${l} - ${FIRST_MONDAY_US}`, `${WEEK_US}`)}`,
-  month: (l) => `epoch_us(date_trunc('month', make_timestamp(${l})))`,
-};
+const TRUNCATE = gridTruncations({
+  floorMod,
+  duration: (ms) => `${us(ms)}`,
+  monthStart: (l) => `epoch_us(date_trunc('month', make_timestamp(${l})))`,
+});
 
 const timestampTz = (us: bigint): DuckDBTimestampTZValue => new DuckDBTimestampTZValue(us);
 
@@ -316,9 +220,9 @@ function floorDiv(a: bigint, b: bigint): bigint {
  */
 export function buildZoneOffsetsQuery(
   zone: string,
-  window: ScanWindow,
+  window: DuckDbScanWindow,
 ): Statement & { readonly key: string } {
-  const scanFrom = floorDiv(window.fromUs - BigInt(TRANSITION_LOOKBACK_MS) * US_PER_MS, DAY_US) * DAY_US;
+  const scanFrom = floorDiv(window.fromUs - us(TRANSITION_LOOKBACK_MS), DAY_US) * DAY_US;
   const scanTo = (floorDiv(window.toUs + HOUR_US - 1n, DAY_US) + 1n) * DAY_US;
   const offsetAt = (us: string): string =>
     `epoch_us(timezone($zone, to_timestamp(0) + to_microseconds(${us}))) - ${us}`;
@@ -357,24 +261,22 @@ export function buildZoneOffsetsQuery(
   };
 }
 
-/** The answer of {@link buildZoneOffsetsQuery}, rows of `[at, before, after]` as bigint or null. */
+/**
+ * The answer of {@link buildZoneOffsetsQuery}, rows of `[at, before, after]` in µs as bigint or
+ * null, as the core's offsets in ms.
+ */
 export function readZoneOffsets(rows: readonly (readonly unknown[])[]): ZoneOffsets {
-  let initialUs: bigint | undefined;
+  let initialMs: number | undefined;
   const transitions: OffsetTransition[] = [];
   for (const [at, before, after] of rows) {
     if (typeof after !== "bigint") throw new TypeError("zone offsets: no offset in a row");
-    if (at === null) initialUs = after;
+    if (at === null) initialMs = ms(after);
     else if (typeof at === "bigint" && typeof before === "bigint") {
-      transitions.push({ atUs: at, beforeUs: before, afterUs: after });
+      transitions.push({ atMs: ms(at), beforeMs: ms(before), afterMs: ms(after) });
     }
   }
-  if (initialUs === undefined) throw new TypeError("zone offsets: no initial offset");
-  return { initialUs, transitions };
-}
-
-/** The offsets of a fixed-offset zone: one offset, no transitions. */
-export function fixedZoneOffsets(offsetSeconds: number): ZoneOffsets {
-  return { initialUs: BigInt(offsetSeconds) * SECOND_US, transitions: [] };
+  if (initialMs === undefined) throw new TypeError("zone offsets: no initial offset");
+  return { initialMs, transitions };
 }
 
 /**
@@ -385,41 +287,11 @@ export function fixedZoneOffsets(offsetSeconds: number): ZoneOffsets {
 export function scanWindow(
   plan: Pick<MetricQueryPlan, "from" | "to">,
   stored?: { readonly firstMs: number; readonly lastMs: number },
-): ScanWindow | undefined {
+): DuckDbScanWindow | undefined {
   const first = Math.max(plan.from, stored?.firstMs ?? plan.from);
   const end = Math.min(plan.to, (stored?.lastMs ?? plan.to) + 1);
   if (!(first < end)) return undefined;
-  return { fromUs: BigInt(first) * US_PER_MS, toUs: BigInt(end) * US_PER_MS };
-}
-
-/** A stretch `[fromUs, toUs)` of constant offset, and the transition that opened it, if recent. */
-interface Segment {
-  readonly fromUs: bigint;
-  readonly toUs: bigint;
-  readonly offsetUs: bigint;
-  readonly opened: OffsetTransition | null;
-}
-
-/** `window` cut at the transitions inside it; the first segment keeps the latest earlier transition. */
-function segments(offsets: ZoneOffsets, window: ScanWindow): Segment[] {
-  const out: Segment[] = [];
-  let offsetUs = offsets.initialUs;
-  let opened: OffsetTransition | null = null;
-  let fromUs = window.fromUs;
-  for (const t of offsets.transitions) {
-    if (t.atUs <= window.fromUs) {
-      offsetUs = t.afterUs;
-      opened = t;
-      continue;
-    }
-    if (t.atUs >= window.toUs) break;
-    out.push({ fromUs, toUs: t.atUs, offsetUs, opened });
-    fromUs = t.atUs;
-    offsetUs = t.afterUs;
-    opened = t;
-  }
-  out.push({ fromUs, toUs: window.toUs, offsetUs, opened });
-  return out;
+  return { fromUs: us(first), toUs: us(end) };
 }
 
 /**
@@ -428,7 +300,11 @@ function segments(offsets: ZoneOffsets, window: ScanWindow): Segment[] {
  * named zone, {@link fixedZoneOffsets} for a fixed one). Throws a RangeError for an invalid
  * percentile.
  */
-export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, window: ScanWindow): MetricSql {
+export function buildMetricQuery(
+  plan: MetricQueryPlan,
+  offsets: ZoneOffsets,
+  window: DuckDbScanWindow,
+): MetricSql {
   const values: Record<string, DuckDBValue> = {};
   const types: Record<string, DuckDBType> = {};
   const bind = (name: string, value: DuckDBValue, type: DuckDBType): void => {
@@ -436,20 +312,8 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
     types[name] = type;
   };
 
-  const attribute = plan.grouping.find((g): g is { readonly attribute: string } => typeof g !== "string");
   bind("entity_ids", listValue(plan.entities.map((e) => e.id)), LIST(INTEGER));
-  bind(
-    "entity_attrs",
-    listValue(
-      // Object.hasOwn: an attribute named `constructor` or `__proto__` is data, not a prototype member.
-      plan.entities.map((e) =>
-        attribute === undefined || !Object.hasOwn(e.attributes, attribute.attribute)
-          ? ""
-          : (e.attributes[attribute.attribute] ?? ""),
-      ),
-    ),
-    LIST(VARCHAR),
-  );
+  bind("entity_attrs", listValue(groupAttributeValues(plan)), LIST(VARCHAR));
 
   // Identifiers travel as numbers numbered in code-point order (UTF-8 byte order, DuckDB's VARCHAR
   // order), so grouping hashes an integer and ordering by the number orders by the identifier.
@@ -457,7 +321,7 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
     Buffer.compare(Buffer.from(a), Buffer.from(b)),
   );
   const identifierNumber = new Map(identifiers.map((id, i) => [id, i]));
-  const selectors = plan.metrics.flatMap((m) => m.include.map((s) => ({ identifier: m.identifier, ...s })));
+  const selectors = planSelectors(plan);
   bind(
     "sel_identifier",
     listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)),
@@ -468,11 +332,12 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
   bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), LIST(VARCHAR));
   bind("sel_row", listValue(selectors.map((s) => s.row)), LIST(VARCHAR));
   bind("sel_column", listValue(selectors.map((s) => s.column)), LIST(VARCHAR));
-  if (plan.bucket.kind === "minutes") bind("bucket_us", BigInt(plan.bucket.minutes) * MINUTE_US, BIGINT);
+  const bucket = plan.bucket;
+  if (bucket.kind === "minutes") bind("bucket_us", BigInt(bucket.minutes) * MINUTE_US, BIGINT);
   const rule: BucketRule =
-    plan.bucket.kind === "count"
-      ? { kind: "count", sql: countBucketSql(plan, plan.bucket.count, bind) }
-      : { kind: "grid", truncate: TRUNCATE[plan.bucket.kind] };
+    bucket.kind === "count"
+      ? { kind: "count", sql: countBucketSql(plan, bucket.count, bind) }
+      : { kind: "grid", truncate: (l) => TRUNCATE[bucket.kind](l, "$bucket_us") };
   const windowSql = plan.timeWindows.map((w, i) => timeWindowSql(w, i, bind));
 
   const ctes: string[] = [
@@ -496,35 +361,32 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
   // Segment i binds $g<i>_off (its offset), $g<i>_from (its start, when a CASE needs it), and when
   // a transition opened it $g<i>_p (the instant) and $g<i>_q (the offset before); scan k binds
   // $s<k>_from and $s<k>_to (TIMESTAMPTZ values carry their own type).
-  const all = segments(offsets, window);
-  const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
   const scans: string[] = [];
-  for (let first = 0; first < all.length; first += perScan) {
+  const numbered = segments(offsets, { from: ms(window.fromUs), to: ms(window.toUs) }).map((g, i) => ({
+    ...g,
+    i,
+  }));
+  for (const group of scanGroups(numbered)) {
     const k = scans.length;
-    const group = all.slice(first, first + perScan).map((g, j) => ({ ...g, i: first + j }));
     group.forEach((g, j) => {
-      bind(`g${g.i}_off`, g.offsetUs, BIGINT);
-      if (j > 0) bind(`g${g.i}_from`, g.fromUs, BIGINT);
+      bind(`g${g.i}_off`, us(g.offsetMs), BIGINT);
+      if (j > 0) bind(`g${g.i}_from`, us(g.from), BIGINT);
       // Count buckets need no transition: only the offset, for time windows.
       if (g.opened !== null && rule.kind === "grid") {
-        bind(`g${g.i}_p`, g.opened.atUs, BIGINT);
-        bind(`g${g.i}_q`, g.opened.beforeUs, BIGINT);
+        bind(`g${g.i}_p`, us(g.opened.atMs), BIGINT);
+        bind(`g${g.i}_q`, us(g.opened.beforeMs), BIGINT);
       }
     });
-    values[`s${k}_from`] = timestampTz((group[0] as Segment).fromUs);
-    values[`s${k}_to`] = timestampTz((group[group.length - 1] as Segment).toUs);
+    values[`s${k}_from`] = timestampTz(us((group[0] as Segment).from));
+    values[`s${k}_to`] = timestampTz(us((group[group.length - 1] as Segment).to));
     scans.push(segmentScan(k, group, rule, windowSql));
   }
   ctes.push(`bucketed AS (${scans.join("\n     UNION ALL\n     ")})`);
 
-  const groupColumns = plan.grouping.map((g) => ({
-    key: groupName(g),
-    column: GROUP_COLUMNS[groupName(g)],
-    numeric: groupName(g) === "entity",
-  }));
+  const groups = groupColumns(plan.grouping);
   // With one identifier (the common case) it is constant: one grouping key less to hash.
   const identifierKey = identifiers.length === 1 ? [] : ["identifier"];
-  const keyColumns = ["bucket_us", ...groupColumns.map((g) => g.column), ...identifierKey].join(", ");
+  const keyColumns = ["bucket_us", ...groups.map((g) => g.column), ...identifierKey].join(", ");
   const ps = plan.aggregations.filter((a) => a.name === "svc.percentile").map((a) => a.p ?? "");
   const inner: string[] = [];
   const outer: string[] = [];
@@ -543,14 +405,14 @@ export function buildMetricQuery(plan: MetricQueryPlan, offsets: ZoneOffsets, wi
   ctes.push(`agg AS (SELECT ${[keyColumns, ...inner].join(", ")} FROM bucketed GROUP BY ${keyColumns})`);
 
   const sql = `WITH ${ctes.join(",\n")}
-SELECT ${["bucket_us // 1000 AS bucket_ms", ...groupColumns.map((g) => g.column), identifierKey.length === 0 ? "0 AS identifier" : "identifier", ...outer].join(", ")}
+SELECT ${["bucket_us // 1000 AS bucket_ms", ...groups.map((g) => g.column), identifierKey.length === 0 ? "0 AS identifier" : "identifier", ...outer].join(", ")}
 FROM agg ORDER BY ${keyColumns}`;
 
   return {
     sql,
     values,
     types,
-    groupColumns: groupColumns.map(({ key, numeric }) => ({ key, numeric })),
+    groupColumns: groups.map(({ key, numeric }) => ({ key, numeric })),
     labels: plan.aggregations.map((a) => a.label),
     identifiers,
   };

@@ -40,8 +40,10 @@ import {
   VARCHAR,
 } from "@duckdb/node-api";
 import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../../config/defaults.js";
-import { VigilError } from "../../../errors/catalog.js";
+import { Backoff } from "../../../flow/backoff.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
+import { entityKeyString } from "../core/store-keys.js";
+import { fixedZoneOffsets, KnownZones, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import { seriesLimits } from "../data-checks.js";
 import { applyDataviews, type DataviewState, stripProbeDetails, withProbe } from "../dataviews.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
@@ -72,12 +74,9 @@ import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import {
   buildMetricQuery,
   buildZoneOffsetsQuery,
-  fixedZoneOffsets,
-  parseZone,
   readMetricRows,
   readZoneOffsets,
   scanWindow,
-  type ZoneOffsets,
 } from "./duckdb-metrics-sql.js";
 import {
   countSamplesSql,
@@ -104,7 +103,6 @@ import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings, olderFormat } from "./du
 import {
   DuckDbTransaction,
   type EntityState,
-  entityKeyString,
   type PendingChanges,
   type SampleSpan,
 } from "./duckdb-transaction.js";
@@ -230,7 +228,12 @@ class DuckDbStore implements Store {
   /** The current instance and connections (see the file comment: replaced after a fatal error). */
   private db: Connections;
   /** Why the store cannot answer, from a fatal error until the file is open again. */
-  private fault: { readonly reason: string; attempts: number } | undefined;
+  private fault: { readonly reason: string } | undefined;
+  /** The delays between failed reopens of one fault, from the first after a fault. */
+  private readonly reopenBackoff = new Backoff({
+    initialMs: STORE_REOPEN_BACKOFF_MIN_MS,
+    maxMs: STORE_REOPEN_BACKOFF_MAX_MS,
+  });
   private reopenTimer: NodeJS.Timeout | undefined;
   /** Times the file was reopened after a fatal error. */
   private reopens = 0;
@@ -266,8 +269,12 @@ class DuckDbStore implements Store {
   private optimisticClaims = true;
   /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
   private readonly zoneOffsets = new Map<string, ZoneOffsets>();
-  /** Zone names ICU inside DuckDB knows; read once, on the first query with a named zone. */
-  private zoneNames: Set<string> | undefined;
+  /** Zone names ICU inside DuckDB knows. */
+  private readonly zoneNames = new KnownZones(async () =>
+    (await this.reader.runAndReadAll("SELECT name FROM pg_timezone_names()"))
+      .getRowsJS()
+      .map((row) => String(row[0])),
+  );
   private closed = false;
 
   constructor(
@@ -334,7 +341,8 @@ class DuckDbStore implements Store {
   private noteError(error: unknown): void {
     if (this.closed || this.fault !== undefined || !isFatalDuckDbError(error)) return;
     const message = error instanceof Error ? error.message : String(error);
-    this.fault = { reason: message.split("\n")[0] ?? message, attempts: 0 };
+    this.fault = { reason: message.split("\n")[0] ?? message };
+    this.reopenBackoff.reset();
     this.scheduleReopen(0);
   }
 
@@ -363,16 +371,9 @@ class DuckDbStore implements Store {
       this.reopens += 1;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      fault.attempts += 1;
-      const backoff = Math.min(
-        STORE_REOPEN_BACKOFF_MAX_MS,
-        STORE_REOPEN_BACKOFF_MIN_MS * 2 ** Math.min(fault.attempts - 1, 16),
-      );
-      this.fault = {
-        reason: `reopening failed: ${message.split("\n")[0] ?? message}`,
-        attempts: fault.attempts,
-      };
-      if (!this.closed) this.scheduleReopen(backoff);
+      const delayMs = this.reopenBackoff.next();
+      this.fault = { reason: `reopening failed: ${message.split("\n")[0] ?? message}` };
+      if (!this.closed) this.scheduleReopen(delayMs);
     }
   }
 
@@ -734,7 +735,7 @@ class DuckDbStore implements Store {
     const zone = parseZone(plan.zone);
     const window = scanWindow(plan, this.sampleSpan ?? undefined);
     return this.read(async () => {
-      await this.checkZone(plan.zone);
+      await this.zoneNames.check(plan.zone);
       if (window === undefined) return [];
       let offsets: ZoneOffsets;
       if (zone.kind === "fixed") offsets = fixedZoneOffsets(zone.offsetSeconds);
@@ -815,25 +816,6 @@ class DuckDbStore implements Store {
     // Wait for queued work; the queues never reject.
     await Promise.all([this.writes.idle(), this.reads.idle(), this.pings.idle(), this.maintenance.idle()]);
     closeConnections(this.db);
-  }
-
-  /**
-   * Node and DuckDB carry their own ICU time zone data; a name Node accepts but DuckDB does not know
-   * is the client's error (400 for `zoneId`), not a failure of the store.
-   */
-  private async checkZone(zone: string): Promise<void> {
-    const spec = parseZone(zone);
-    if (spec.kind !== "named") return;
-    if (this.zoneNames === undefined) {
-      const result = await this.reader.runAndReadAll("SELECT name FROM pg_timezone_names()");
-      this.zoneNames = new Set(result.getRowsJS().map((row) => String(row[0])));
-    }
-    if (!this.zoneNames.has(spec.name)) {
-      throw new VigilError("INVALID_QUERY", {
-        field: "zoneId",
-        detail: `time zone '${zone}' is not known to the store; use a canonical IANA name or a fixed offset such as +05:30`,
-      });
-    }
   }
 
   private write<T>(task: () => Promise<T>): Promise<T> {

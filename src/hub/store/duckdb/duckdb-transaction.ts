@@ -29,6 +29,7 @@ import {
   VARCHAR,
 } from "@duckdb/node-api";
 import { asEntityId, type EntityId } from "../../../ids.js";
+import { entityKeyString, rowKeyString, seriesKeyOf, storedAttributes } from "../core/store-keys.js";
 import {
   checkAttributes,
   checkEntityKey,
@@ -50,7 +51,6 @@ import {
   type IngestBatch,
   type MessageKey,
   type ProbeUpsert,
-  type RowNames,
   type SampleRows,
   type SeriesKey,
   StoreDataError,
@@ -108,23 +108,6 @@ export interface PendingChanges {
    */
   readonly probes: Map<string, readonly [string, string]>;
   span: SampleSpan | null;
-}
-
-export const entityKeyString = (k: EntityKey): string =>
-  JSON.stringify([k.gateway, k.probe, k.managedEntity]);
-/**
- * The cache key of a row of series: its entity id and names, each name length-prefixed so no two
- * rows share a key whatever their names hold. Built once per row of cells (one message), never per
- * sample: a string key per sample was a tenth of a loaded hub's CPU.
- */
-export const rowKeyString = (entity: EntityId, s: RowNames): string =>
-  `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;
-/** The key of one series: its row's key and its column, length-prefixed likewise. */
-const seriesKeyOf = (rowKey: string, column: string): string => `${rowKey}${column.length}:${column}`;
-
-/** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
-function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
 }
 
 /** One distinct series of a write that no cache held. */

@@ -13,7 +13,7 @@
  * in the offset before P (in a repeated hour both instances of a grid time are boundaries).
  *
  * Two statements do it, so that no sample pays for a time-zone conversion (bench/store-query.bench.ts):
- * {@link buildPgZoneOffsetsQuery} asks PostgreSQL's time zone library for the zone's offset
+ * {@link buildZoneOffsetsQuery} asks PostgreSQL's time zone library for the zone's offset
  * transitions around each stretch of stored weeks (hourly, refined to the minute and the second);
  * {@link buildPgMetricQuery} cuts those stretches at the transitions into segments of constant
  * offset and scans each with integer arithmetic on `ts_ms`: local time is `ts_ms + offset`, the
@@ -40,8 +40,28 @@
  * `from` is in bucket ⌊d·N/W⌋ of the N buckets of the W ms range, which starts at from + ⌈i·W/N⌉
  * (see `BucketSpec`), integer arithmetic on `ts_ms`; the zone then matters only for time windows.
  */
-import { decimalFraction } from "../duckdb/duckdb-metrics-sql.js";
-import type { AggregationName, BucketSpec, GroupKey, MetricQueryPlan, TimeWindow } from "../store.js";
+import { bucketGrid, gridTruncations, scanGroups } from "../core/bucket-grid.js";
+import {
+  type GroupColumn,
+  groupAttributeValues,
+  groupColumns,
+  plainAggregations,
+  planSelectors,
+} from "../core/metric-plan.js";
+import { decimalFraction } from "../core/percentile-rank.js";
+import {
+  DAY_MS,
+  HOUR_MS,
+  MINUTE_MS,
+  type OffsetTransition,
+  type ScanWindow,
+  SECOND_MS,
+  type Segment,
+  segments,
+  TRANSITION_LOOKBACK_MS,
+  type ZoneOffsets,
+} from "../core/zone-offsets.js";
+import type { AggregationName, MetricQueryPlan, TimeWindow } from "../store.js";
 
 /** A statement with positional parameters, for `sql.unsafe(text, params)`. */
 export interface PgStatement {
@@ -52,11 +72,7 @@ export interface PgStatement {
 /** The metric statement and how to read its rows. */
 export interface PgMetricSql extends PgStatement {
   /** Output column names of the group keys, in grouping order, keyed as in `MetricQueryRow.group`. */
-  readonly groupColumns: readonly {
-    readonly key: string;
-    readonly column: string;
-    readonly numeric: boolean;
-  }[];
+  readonly groupColumns: readonly GroupColumn[];
   /** Aggregation labels, in order: the output columns `a0`, `a1`, … */
   readonly labels: readonly string[];
 }
@@ -65,20 +81,6 @@ export interface PgMetricSql extends PgStatement {
 export const PG_MIN_MS = -210_866_803_200_000 + 40 * 86_400_000;
 export const PG_MAX_MS = 9_224_318_016_000_000 - 40 * 86_400_000;
 
-const SECOND_MS = 1000;
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
-const WEEK_MS = 7 * DAY_MS;
-/** 1970-01-05, the first Monday after the epoch: ISO weeks start on Monday. */
-const FIRST_MONDAY_MS = 4 * DAY_MS;
-/** How far before a stretch to look for offset transitions: longer than the longest bucket (a month). */
-export const TRANSITION_LOOKBACK_MS = 33 * DAY_MS; // 33 days
-/**
- * Most scans of `samples` one statement makes: a range with more offset segments than this scans
- * groups of consecutive segments, choosing each sample's segment with a CASE.
- */
-export const MAX_SEGMENT_SCANS = 16;
 /**
  * Most bytes of kept samples (estimated from the partitions' sizes) a query's hash aggregate may
  * hold: every group's values (8 bytes a sample, for percentiles and first/last) and times (8 more,
@@ -116,29 +118,6 @@ export interface PgSeriesLookup {
   readonly wholeTable: boolean;
 }
 
-/** One change of a zone's UTC offset: from `beforeMs` to `afterMs` (ms east of UTC) at `atMs`. */
-export interface PgOffsetTransition {
-  readonly atMs: number;
-  readonly beforeMs: number;
-  readonly afterMs: number;
-}
-
-/**
- * A zone's UTC offsets around one stretch of time: `initialMs` is in force from before the stretch
- * (at least {@link TRANSITION_LOOKBACK_MS} before it) until the first of `transitions`
- * (time-ordered). A fixed offset has no transitions.
- */
-export interface PgZoneOffsets {
-  readonly initialMs: number;
-  readonly transitions: readonly PgOffsetTransition[];
-}
-
-/** Instants `[from, to)` (epoch ms) where samples of a query can be. */
-export interface PgScanWindow {
-  readonly from: number;
-  readonly to: number;
-}
-
 /**
  * The stretches of a query's range that stored weeks cover: `spans` (each [from, to), epoch ms)
  * clipped to `[plan.from, plan.to)` and to PostgreSQL's timestamp range, adjacent ones merged, in
@@ -146,8 +125,8 @@ export interface PgScanWindow {
  */
 export function scanWindows(
   plan: Pick<MetricQueryPlan, "from" | "to">,
-  spans: readonly PgScanWindow[],
-): PgScanWindow[] {
+  spans: readonly ScanWindow[],
+): ScanWindow[] {
   const clipped = spans
     .map((s) => ({ from: Math.max(plan.from, s.from, PG_MIN_MS), to: Math.min(plan.to, s.to, PG_MAX_MS) }))
     .filter((s) => s.from < s.to)
@@ -169,11 +148,11 @@ const mod = (a: number, b: number): number => ((a % b) + b) % b;
  * The statement that lists a named zone's UTC offsets around each of `windows`: rows `(w, at,
  * before, after)` — for window `w` (0-based) one row `(w, NULL, NULL, initial offset)` and one row
  * `(w, instant, offset before, offset after)` per transition, in time order; read it with
- * {@link readPgZoneOffsets}. Each window is scanned hourly from at least
+ * {@link readZoneOffsets}. Each window is scanned hourly from at least
  * {@link TRANSITION_LOOKBACK_MS} before it (so that a month bucket starting before it still sees
  * its transition) to at least an hour after it, on whole UTC days, inside PostgreSQL's range.
  */
-export function buildPgZoneOffsetsQuery(zone: string, windows: readonly PgScanWindow[]): PgStatement {
+export function buildZoneOffsetsQuery(zone: string, windows: readonly ScanWindow[]): PgStatement {
   const params: unknown[] = [];
   const p = (value: unknown): string => {
     params.push(value);
@@ -219,10 +198,10 @@ ORDER BY 1, 2 NULLS FIRST`;
   return { text, params };
 }
 
-/** The answer of {@link buildPgZoneOffsetsQuery} for `count` windows (int8 columns arrive as strings). */
-export function readPgZoneOffsets(rows: readonly Record<string, unknown>[], count: number): PgZoneOffsets[] {
+/** The answer of {@link buildZoneOffsetsQuery} for `count` windows (int8 columns arrive as strings). */
+export function readZoneOffsets(rows: readonly Record<string, unknown>[], count: number): ZoneOffsets[] {
   const initial: (number | undefined)[] = Array.from({ length: count }, () => undefined);
-  const transitions: PgOffsetTransition[][] = Array.from({ length: count }, () => []);
+  const transitions: OffsetTransition[][] = Array.from({ length: count }, () => []);
   for (const row of rows) {
     const w = Number(row.w);
     const after = Number(row.after_ms);
@@ -233,91 +212,6 @@ export function readPgZoneOffsets(rows: readonly Record<string, unknown>[], coun
     if (initialMs === undefined) throw new TypeError(`zone offsets: no initial offset for window ${w}`);
     return { initialMs, transitions: transitions[w] ?? [] };
   });
-}
-
-/** The offsets of a fixed-offset zone: one offset, no transitions. */
-export function fixedPgZoneOffsets(offsetSeconds: number): PgZoneOffsets {
-  return { initialMs: offsetSeconds * SECOND_MS, transitions: [] };
-}
-
-/** A stretch `[from, to)` of constant offset, and the transition that opened it, if recent. */
-interface Segment {
-  readonly from: number;
-  readonly to: number;
-  readonly offsetMs: number;
-  readonly opened: PgOffsetTransition | null;
-}
-
-/** `window` cut at the transitions inside it; the first segment keeps the latest earlier transition. */
-function segments(offsets: PgZoneOffsets, window: PgScanWindow): Segment[] {
-  const out: Segment[] = [];
-  let offsetMs = offsets.initialMs;
-  let opened: PgOffsetTransition | null = null;
-  let from = window.from;
-  for (const t of offsets.transitions) {
-    if (t.atMs <= window.from) {
-      offsetMs = t.afterMs;
-      opened = t;
-      continue;
-    }
-    if (t.atMs >= window.to) break;
-    out.push({ from, to: t.atMs, offsetMs, opened });
-    from = t.atMs;
-    offsetMs = t.afterMs;
-    opened = t;
-  }
-  out.push({ from, to: window.to, offsetMs, opened });
-  return out;
-}
-
-/**
- * An instant near `at` inside `window` (strictly after its start, before its end) that is a bucket
- * boundary no bucket spans: every sample before it falls in a bucket that starts before it, every
- * sample from it on in one that starts at or after it. It is a grid point of the bucket kind (a
- * multiple of the size from local midnight, a local midnight, a local Monday midnight) inside a
- * stretch of constant offset, after any transition that opened that stretch, so the bucket rule
- * maps it to itself; for count buckets, a boundary of the `range` they divide (`range` is needed
- * then, from `at` ≥ its start). Undefined when there is none near `at`, and always for month buckets. A query can then run as separate statements on
- * either side of it whose answers, put one after the other, are the whole answer in order.
- */
-export function splitInstant(
-  bucket: BucketSpec,
-  offsets: PgZoneOffsets,
-  window: PgScanWindow,
-  at: number,
-  range?: Pick<MetricQueryPlan, "from" | "to">,
-): number | undefined {
-  if (bucket.kind === "month") return undefined;
-  if (bucket.kind === "count") {
-    // Boundaries from + ⌈i·W/N⌉ do not depend on the zone: the one at or before `at`, or the next.
-    if (range === undefined) return undefined;
-    const from = BigInt(range.from);
-    const width = BigInt(range.to - range.from);
-    const n = BigInt(bucket.count);
-    const i = ((BigInt(at) - from) * n) / width;
-    for (const j of [i, i + 1n]) {
-      const t = Number(from + (j * width + n - 1n) / n);
-      if (t > window.from && t < window.to) return t;
-    }
-    return undefined;
-  }
-  // Grid points of the bucket kind (sub-day sizes divide a day: their grid from local midnight is
-  // their grid from the local epoch).
-  const [size, origin] =
-    bucket.kind === "week"
-      ? [WEEK_MS, FIRST_MONDAY_MS]
-      : bucket.kind === "day"
-        ? [DAY_MS, 0]
-        : [bucket.minutes * MINUTE_MS, 0];
-  for (const segment of segments(offsets, window)) {
-    if (at < segment.from || at >= segment.to) continue;
-    const local = at + segment.offsetMs;
-    const floor = floorDiv(local - origin, size) * size + origin - segment.offsetMs;
-    for (const t of [floor, floor + size]) {
-      if (t >= segment.from && t < segment.to && t > window.from && t < window.to) return t;
-    }
-  }
-  return undefined;
 }
 
 /**
@@ -359,13 +253,7 @@ const edge =
 
 /** One entry per aggregation (STYLE 6). */
 const AGGREGATIONS: Record<AggregationName, (c: AggregationContext) => AggregationSql> = {
-  "svc.count": simple("count(value)"),
-  "svc.sum": simple("sum(value)"),
-  "svc.min": simple("min(value)"),
-  "svc.max": simple("max(value)"),
-  "svc.avg": simple("avg(value)"),
-  "svc.var": simple("var_pop(value)"),
-  "svc.stddev": simple("stddev_pop(value)"),
+  ...plainAggregations(simple),
   "svc.first": edge("min", "t0"),
   "svc.last": edge("max", "t1"),
   // The rank k = max(1, ⌈num·n/den⌉) in numeric, the value picked from the kept values.
@@ -388,30 +276,24 @@ const KEPT: Record<KeptColumn, (strategy: PgAggregateStrategy) => string> = {
   t1: () => "max(ts_ms)",
 };
 
-const GROUP_COLUMNS = { rowname: "row_name", entity: "entity_id", attribute: "attr" } as const;
-const groupName = (key: GroupKey): keyof typeof GROUP_COLUMNS =>
-  typeof key === "string" ? key : "attribute";
-
 /** `x` modulo `m` rounded toward minus infinity (PostgreSQL's `%` keeps the sign of `x`). */
 const floorMod = (x: string, m: string): string => `(((${x}) % ${m}) + ${m}) % ${m}`;
 /** Whole days since the epoch of a local time `l` (ms), as an int4 for `date` arithmetic. */
 const localDay = (l: string): string => `((${l} - ${floorMod(l, `${DAY_MS}::bigint`)}) / ${DAY_MS})::int`;
 
 /**
- * The local floor of a local time `l` (ms since the local epoch, an expression) per bucket kind:
- * arithmetic for minutes (sizes divide a day, so the grid from local midnight is the grid from the
- * local epoch), days and ISO weeks; for months the first of the month by `date` arithmetic (exact,
- * and independent of the session's time zone, unlike `date_trunc` on a date).
+ * The local floor of a local time `l` (ms since the local epoch, an expression) per bucket kind
+ * (core/bucket-grid.ts); for months the first of the month by `date` arithmetic (exact, and
+ * independent of the session's time zone, unlike `date_trunc` on a date).
  */
-const TRUNCATE: Record<Exclude<BucketSpec["kind"], "count">, (l: string, size: string) => string> = {
-  minutes: (l, size) => `(${l} - ${floorMod(l, size)})`,
-  day: (l) => `(${l} - ${floorMod(l, `${DAY_MS}::bigint`)})`,
-  week: (l) => `(${l} - ${floorMod(`${l} - ${FIRST_MONDAY_MS}`, `${WEEK_MS}::bigint`)})`,
-  month: (l) => {
+const TRUNCATE = gridTruncations({
+  floorMod,
+  duration: (ms) => `${ms}::bigint`,
+  monthStart: (l) => {
     const d = `(date '1970-01-01' + ${localDay(l)})`;
     return `((${d} - extract(day FROM ${d})::int + 1 - date '1970-01-01')::bigint * ${DAY_MS})`;
   },
-};
+});
 
 /** Adds a value to a statement's parameters and returns its placeholder. */
 type Param = (value: unknown) => string;
@@ -432,17 +314,9 @@ function parameters(): { params: unknown[]; p: Param } {
  * identifier they match, with the entity's grouping attribute) for a statement's parameters `p`.
  */
 function matchedSql(plan: MetricQueryPlan, p: Param): string {
-  const attribute = plan.grouping.find((g): g is { readonly attribute: string } => typeof g !== "string");
   const entityIds = p(plan.entities.map((e) => e.id));
-  const entityAttrs = p(
-    // Object.hasOwn: an attribute named `constructor` or `__proto__` is data, not a prototype member.
-    plan.entities.map((e) =>
-      attribute === undefined || !Object.hasOwn(e.attributes, attribute.attribute)
-        ? ""
-        : (e.attributes[attribute.attribute] ?? ""),
-    ),
-  );
-  const selectors = plan.metrics.flatMap((m) => m.include.map((s) => ({ identifier: m.identifier, ...s })));
+  const entityAttrs = p(groupAttributeValues(plan));
+  const selectors = planSelectors(plan);
   const sel = {
     identifier: p(selectors.map((s) => s.identifier)),
     sampler: p(selectors.map((s) => s.sampler)),
@@ -495,8 +369,8 @@ FROM matched`;
  */
 export function buildPgMetricQuery(
   plan: MetricQueryPlan,
-  windows: readonly PgScanWindow[],
-  offsets: readonly PgZoneOffsets[],
+  windows: readonly ScanWindow[],
+  offsets: readonly ZoneOffsets[],
   strategy: PgAggregateStrategy,
 ): PgMetricSql {
   if (strategy.firstLast === "arrays" && strategy.percentiles === "sort") {
@@ -506,16 +380,12 @@ export function buildPgMetricQuery(
   const big = (ms: number): string => `${p(String(ms))}::bigint`;
   const matched = matchedSql(plan, p);
 
-  const groupColumns = plan.grouping.map((g) => ({
-    key: groupName(g),
-    column: GROUP_COLUMNS[groupName(g)],
-    numeric: groupName(g) === "entity",
-  }));
+  const groups = groupColumns(plan.grouping);
   const sortKey = (c: string): string => (c === "entity_id" ? c : `${c} COLLATE "C"`);
-  const keyColumns = [...groupColumns.map((g) => g.column), "identifier"];
+  const keyColumns = [...groups.map((g) => g.column), "identifier"];
   // Group numbers follow the output order (key columns in code-point order), so ordering by the
   // number orders by the keys.
-  const gidOrder = [...groupColumns.map((g) => sortKey(g.column)), 'identifier COLLATE "C"'];
+  const gidOrder = [...groups.map((g) => sortKey(g.column)), 'identifier COLLATE "C"'];
 
   const windowSql = plan.timeWindows.map((w) => timeWindowSql(w, p));
   const lookup = strategy.lookup;
@@ -537,11 +407,7 @@ export function buildPgMetricQuery(
     if (o === undefined) throw new RangeError(`internal: no zone offsets for window ${i}`);
     return segments(o, w);
   });
-  const perScan = Math.ceil(all.length / MAX_SEGMENT_SCANS);
-  const scans: string[] = [];
-  for (let first = 0; first < all.length; first += perScan) {
-    scans.push(segmentScan(all.slice(first, first + perScan), plan, series, windowSql, big));
-  }
+  const scans = scanGroups(all).map((group) => segmentScan(group, plan, series, windowSql, big));
 
   const inner: string[] = [];
   const outer: string[] = [];
@@ -590,7 +456,7 @@ SELECT agg.bucket_ms, ${keyColumns.map((c) => `keys.${c}`).join(", ")}, ${outer.
 FROM agg JOIN keys ON keys.gid = agg.gid
 ORDER BY agg.bucket_ms, agg.gid`;
 
-  return { text, params, groupColumns, labels: plan.aggregations.map((a) => a.label) };
+  return { text, params, groupColumns: groups, labels: plan.aggregations.map((a) => a.label) };
 }
 
 /**
@@ -618,22 +484,6 @@ interface SeriesSql {
   readonly matchedOnly?: string | undefined;
 }
 
-/** The bucket grid of a kind: its size and origin (a grid point) in local ms; none for months and counts. */
-function grid(bucket: BucketSpec): { readonly size: number; readonly origin: number } | undefined {
-  switch (bucket.kind) {
-    case "minutes":
-      // Sub-day sizes divide a day: their grid from local midnight is their grid from the local epoch.
-      return { size: bucket.minutes * MINUTE_MS, origin: 0 };
-    case "day":
-      return { size: DAY_MS, origin: 0 };
-    case "week":
-      return { size: WEEK_MS, origin: FIRST_MONDAY_MS };
-    case "month":
-    case "count":
-      return undefined;
-  }
-}
-
 /**
  * One scan of `samples` over the segments `group` (consecutive, one offset each): the matched
  * samples with their group number and bucket start `bucket_ms`. With one segment the offset and
@@ -659,7 +509,7 @@ function segmentScan(
     const whens = group.slice(0, -1).map((g) => `WHEN ts_ms < ${big(g.to)} THEN ${value(g)}`);
     return `CASE ${whens.join(" ")} ELSE ${value(last)} END`;
   };
-  const g = grid(bucket);
+  const g = bucketGrid(bucket);
   const size = g === undefined ? "0" : big(g.size);
   const truncate = (l: string): string => {
     if (bucket.kind === "count") throw new RangeError("internal: count buckets have no local floor");

@@ -16,23 +16,20 @@
  */
 import type { Sql } from "postgres";
 import { asEpochMs } from "../../../ids.js";
-import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
+import { splitInstant } from "../core/bucket-grid.js";
+import { fixedZoneOffsets, parseZone, type ScanWindow, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
 import {
   buildPgMatchedSeriesQuery,
   buildPgMetricQuery,
-  buildPgZoneOffsetsQuery,
-  fixedPgZoneOffsets,
+  buildZoneOffsetsQuery,
   KEPT_SAMPLE_MAX_BYTES,
   PERCENTILE_HASH_MAX_SAMPLES,
   type PgAggregateStrategy,
-  type PgScanWindow,
   type PgSeriesLookup,
-  type PgZoneOffsets,
-  readPgZoneOffsets,
+  readZoneOffsets,
   scanWindows,
-  splitInstant,
 } from "./postgres-metrics-sql.js";
 import { partitionName, WEEK_MS, weekStart } from "./postgres-partitions.js";
 
@@ -184,8 +181,8 @@ function chooseStrategy(
 async function runPart(
   sql: Sql,
   plan: MetricQueryPlan,
-  windows: readonly PgScanWindow[],
-  offsets: readonly PgZoneOffsets[],
+  windows: readonly ScanWindow[],
+  offsets: readonly ZoneOffsets[],
   strategy: PgAggregateStrategy,
 ): Promise<MetricQueryRow[]> {
   const query = buildPgMetricQuery(plan, windows, offsets, strategy);
@@ -216,9 +213,9 @@ async function runPart(
  */
 function split(
   plan: MetricQueryPlan,
-  windows: readonly PgScanWindow[],
-  offsets: readonly PgZoneOffsets[],
-): { windows: PgScanWindow[]; offsets: PgZoneOffsets[] }[] {
+  windows: readonly ScanWindow[],
+  offsets: readonly ZoneOffsets[],
+): { windows: ScanWindow[]; offsets: ZoneOffsets[] }[] {
   const whole = [{ windows: [...windows], offsets: [...offsets] }];
   let remaining = windows.reduce((sum, w) => sum + (w.to - w.from), 0) / 2;
   for (const [i, w] of windows.entries()) {
@@ -239,16 +236,12 @@ function split(
 }
 
 /** The zone's offsets around each window: asked of PostgreSQL for a named zone, fixed otherwise. */
-async function zoneOffsets(
-  sql: Sql,
-  zone: string,
-  windows: readonly PgScanWindow[],
-): Promise<PgZoneOffsets[]> {
+async function zoneOffsets(sql: Sql, zone: string, windows: readonly ScanWindow[]): Promise<ZoneOffsets[]> {
   const spec = parseZone(zone);
-  if (spec.kind === "fixed") return windows.map(() => fixedPgZoneOffsets(spec.offsetSeconds));
-  const statement = buildPgZoneOffsetsQuery(spec.name, windows);
+  if (spec.kind === "fixed") return windows.map(() => fixedZoneOffsets(spec.offsetSeconds));
+  const statement = buildZoneOffsetsQuery(spec.name, windows);
   const rows = await sql.unsafe(statement.text, statement.params as never[]);
-  return readPgZoneOffsets(rows, windows.length);
+  return readZoneOffsets(rows, windows.length);
 }
 
 /**

@@ -14,11 +14,11 @@
  */
 
 import postgres, { type Sql } from "postgres";
-import { VigilError } from "../../../errors/catalog.js";
 import { asEntityId, type EntityId, type EpochMs } from "../../../ids.js";
+import { entityKeyString } from "../core/store-keys.js";
+import { KnownZones } from "../core/zone-offsets.js";
 import { seriesLimits } from "../data-checks.js";
 import { applyDataviews, type DataviewState, withProbe } from "../dataviews.js";
-import { parseZone } from "../duckdb/duckdb-metrics-sql.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 import type { RecencyCache } from "../recency-cache.js";
 import { applyRowSeries, type RowSeries, rowSeriesCache } from "../row-series.js";
@@ -59,7 +59,7 @@ import {
   READ_DIGEST_FORM,
 } from "./postgres-schema.js";
 import { noDelaySocket, type PgSocketTarget } from "./postgres-socket.js";
-import { entityKeyString, type PgPending, PgTransaction } from "./postgres-transaction.js";
+import { type PgPending, PgTransaction } from "./postgres-transaction.js";
 
 /** Connections in one store's pool: one for the transaction, the rest for reads and partition DDL. */
 export const POSTGRES_POOL_CONNECTIONS = 8; // connections
@@ -114,8 +114,10 @@ class PostgresStore implements Store {
   private cachesLoaded = false;
   /** How the database keeps message digests (message-digest.ts), read with the caches. */
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
-  /** Zone names PostgreSQL knows; read once, on the first query with a named zone. */
-  private zoneNames: Set<string> | undefined;
+  /** Zone names PostgreSQL knows. */
+  private readonly zoneNames = new KnownZones(async () =>
+    (await this.sql<{ name: string }[]>`SELECT name FROM pg_timezone_names`).map((r) => r.name),
+  );
   private closed = false;
 
   constructor(
@@ -307,7 +309,7 @@ class PostgresStore implements Store {
   async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
     this.open();
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) return [];
-    await this.checkZone(plan.zone);
+    await this.zoneNames.check(plan.zone);
     // Read the catalog on every query: another hub may have added a week since.
     return queryPgMetrics(this.sql, plan, [...(await listPartitions(this.sql))]);
   }
@@ -348,27 +350,6 @@ class PostgresStore implements Store {
     this.closed = true;
     await this.writes.idle();
     await this.sql.end({ timeout: 5 });
-  }
-
-  /**
-   * Node's ICU and PostgreSQL carry their own zone data; a name Node accepts that PostgreSQL does
-   * not know is the client's error (400 for `zoneId`), not a store failure. Checked against
-   * `pg_timezone_names`, never passed unknown: PostgreSQL would read an unknown name as a POSIX
-   * zone spec (with the sign inverted).
-   */
-  private async checkZone(zone: string): Promise<void> {
-    const spec = parseZone(zone);
-    if (spec.kind !== "named") return;
-    if (this.zoneNames === undefined) {
-      const rows = await this.sql<{ name: string }[]>`SELECT name FROM pg_timezone_names`;
-      this.zoneNames = new Set(rows.map((r) => r.name));
-    }
-    if (!this.zoneNames.has(spec.name)) {
-      throw new VigilError("INVALID_QUERY", {
-        field: "zoneId",
-        detail: `time zone '${zone}' is not known to the store; use a canonical IANA name or a fixed offset such as +05:30`,
-      });
-    }
   }
 
   private open(): void {

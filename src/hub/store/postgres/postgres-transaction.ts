@@ -20,6 +20,14 @@
  */
 import type { PostgresError, Sql, TransactionSql } from "postgres";
 import { asEntityId, type EntityId } from "../../../ids.js";
+import { byCodePoint } from "../core/message-claims.js";
+import {
+  entityKeyString,
+  rowKeyString,
+  seriesKeyOf,
+  seriesKeyString,
+  storedAttributes,
+} from "../core/store-keys.js";
 import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
 import { type DataviewState, dataviewChanges, dataviewKeyString, deletedAfter } from "../dataviews.js";
 import type { DigestForm } from "../message-digest.js";
@@ -34,14 +42,13 @@ import {
   type IngestBatch,
   type MessageKey,
   type ProbeUpsert,
-  type RowNames,
   type SampleRows,
   type SeriesKey,
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
 import { checkBatchText, checkNoNul } from "./postgres-checks.js";
-import { byCodePoint, claimMessageKeys } from "./postgres-claims.js";
+import { claimMessageKeys } from "./postgres-claims.js";
 import { closedSafe } from "./postgres-closed.js";
 import { copySamples } from "./postgres-copy.js";
 import { insertEvents } from "./postgres-events.js";
@@ -53,7 +60,7 @@ export interface PgCaches {
   /** Entity ids by {@link entityKeyString}: entities are few, and their ids never change. */
   readonly entities: ReadonlyMap<string, EntityId>;
   /**
-   * Series ids by row (the row's {@link seriesPrefix}), then column (row-series.ts), bounded; a
+   * Series ids by row (the row's {@link rowKeyString}), then column (row-series.ts), bounded; a
    * miss is looked up in the database. An id is held negated while the series has held no number
    * (`numeric_series`): a numeric sample then flips the flag once (one sign test per sample).
    */
@@ -75,20 +82,6 @@ export interface PgPending {
   readonly dataviews: Map<string, DataviewState>;
 }
 
-export const entityKeyString = (k: EntityKey): string =>
-  JSON.stringify([k.gateway, k.probe, k.managedEntity]);
-/** A series' cache key: its entity id and length-prefixed names (see duckdb-transaction.ts). */
-const seriesPrefix = (entity: EntityId, s: RowNames): string =>
-  `${entity}|${s.sampler.length}:${s.sampler}${s.samplerType.length}:${s.samplerType}${s.dataview.length}:${s.dataview}${s.row.length}:${s.row}`;
-const seriesKeyOf = (prefix: string, column: string): string => `${prefix}${column.length}:${column}`;
-export const seriesKeyString = (entity: EntityId, s: SeriesKey): string =>
-  seriesKeyOf(seriesPrefix(entity, s), s.column);
-
-/** DESIGN 5.1: an empty attribute value counts as absent, so it is never stored. */
-function storedAttributes(attributes: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(attributes).filter(([, v]) => v !== ""));
-}
-
 /** PostgreSQL errors caused by the data written (SQLSTATE class 22, data exception). */
 const isDataException = (error: unknown): error is PostgresError =>
   typeof error === "object" &&
@@ -100,7 +93,7 @@ const isDataException = (error: unknown): error is PostgresError =>
 interface SeriesSlot {
   readonly entityId: EntityId;
   readonly entity: EntityKey;
-  /** The row's key in the caches ({@link seriesPrefix}). */
+  /** The row's key in the caches ({@link rowKeyString}). */
   readonly rowKey: string;
   readonly cacheKey: string;
   readonly series: SeriesKey;
@@ -322,7 +315,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
       }
       if (entityId === undefined) throw new Error("internal: a sample's entity has no id");
       // The row's key once, then a lookup of each cell's column: no key text per cell.
-      const rowKey = seriesPrefix(entityId, r);
+      const rowKey = rowKeyString(entityId, r);
       const mine = local.series.size === 0 ? undefined : local.series.get(rowKey);
       const pending = this.pending.series.size === 0 ? undefined : this.pending.series.get(rowKey);
       const cached = this.caches.series.get(rowKey);
