@@ -21,35 +21,7 @@
 import type { JSONSchemaType, SchemaObject } from "ajv/dist/2020.js";
 import { DEFAULT_ROLES, ROLES } from "../auth/roles.js";
 import { DEFAULT_DATA_LIMITS } from "../limits/data-limits.js";
-import {
-  DEFAULT_BUFFER_SIZE,
-  DEFAULT_COLUMN_TYPE,
-  DEFAULT_COLUMN_UNIT,
-  DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
-  DEFAULT_ENTITY_CACHE_MB,
-  DEFAULT_FKM_SAMPLE_INTERVAL,
-  DEFAULT_GATEWAY_PORT,
-  DEFAULT_HUB_PORT,
-  DEFAULT_MAX_CELL_LENGTH,
-  DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
-  DEFAULT_MAX_ENTITIES,
-  DEFAULT_MAX_SERIES_PER_ENTITY,
-  DEFAULT_MEMORY_LIMIT_MB,
-  DEFAULT_MEMORY_RATIO,
-  DEFAULT_NATS_STREAM,
-  DEFAULT_NATS_SUBJECT_PREFIX,
-  DEFAULT_PROBE_HOSTNAME,
-  DEFAULT_PUBLISH,
-  DEFAULT_REST_API_HTTP_PORT,
-  DEFAULT_REST_API_HTTPS_PORT,
-  DEFAULT_RETENTION_DAYS,
-  DEFAULT_ROW_LIMIT,
-  DEFAULT_RULE_TARGET_WILDCARD,
-  DEFAULT_SECURITY_ENABLED,
-  DEFAULT_TOKEN_LIFETIME,
-  DEFAULT_VERIFY_CLIENT_CERTIFICATE,
-  MIN_LINK_FRAME_BYTES,
-} from "./defaults.js";
+import * as defaults from "./defaults.js";
 import type {
   FkmSamplerInput,
   NatsSinkInput,
@@ -87,8 +59,14 @@ const filePath = { type: "string", nullable: true } as const;
 const memoryProtection = {
   type: "object",
   properties: {
-    limitMb: { type: "integer", minimum: 1, default: DEFAULT_MEMORY_LIMIT_MB, nullable: true },
-    ratio: { type: "number", exclusiveMinimum: 0, maximum: 1, default: DEFAULT_MEMORY_RATIO, nullable: true },
+    limitMb: { type: "integer", minimum: 1, default: defaults.DEFAULT_MEMORY_LIMIT_MB, nullable: true },
+    ratio: {
+      type: "number",
+      exclusiveMinimum: 0,
+      maximum: 1,
+      default: defaults.DEFAULT_MEMORY_RATIO,
+      nullable: true,
+    },
   },
   additionalProperties: false,
   nullable: true,
@@ -101,9 +79,13 @@ const restApiSampler = {
     name: samplerName,
     type: samplerType,
     plugin: { type: "string", const: "rest-api" },
-    bufferSize: { type: "integer", minimum: 1, default: DEFAULT_BUFFER_SIZE, nullable: true },
-    rowLimit: { type: "integer", minimum: 1, default: DEFAULT_ROW_LIMIT, nullable: true },
-    verifyClientCertificate: { type: "boolean", default: DEFAULT_VERIFY_CLIENT_CERTIFICATE, nullable: true },
+    bufferSize: { type: "integer", minimum: 1, default: defaults.DEFAULT_BUFFER_SIZE, nullable: true },
+    rowLimit: { type: "integer", minimum: 1, default: defaults.DEFAULT_ROW_LIMIT, nullable: true },
+    verifyClientCertificate: {
+      type: "boolean",
+      default: defaults.DEFAULT_VERIFY_CLIENT_CERTIFICATE,
+      nullable: true,
+    },
     clientCaCertificate: {
       type: "object",
       properties: { enabled: { type: "boolean", default: false, nullable: true }, path: filePath },
@@ -120,8 +102,13 @@ const restApiSampler = {
           additionalProperties: {
             type: "object",
             properties: {
-              type: { type: "string", enum: COLUMN_TYPES, default: DEFAULT_COLUMN_TYPE, nullable: true },
-              unit: { type: "string", minLength: 1, default: DEFAULT_COLUMN_UNIT, nullable: true },
+              type: {
+                type: "string",
+                enum: COLUMN_TYPES,
+                default: defaults.DEFAULT_COLUMN_TYPE,
+                nullable: true,
+              },
+              unit: { type: "string", minLength: 1, default: defaults.DEFAULT_COLUMN_UNIT, nullable: true },
             },
             additionalProperties: false,
           },
@@ -145,7 +132,7 @@ const fkmSampler = {
     sampleInterval: {
       type: "number",
       exclusiveMinimum: 0,
-      default: DEFAULT_FKM_SAMPLE_INTERVAL,
+      default: defaults.DEFAULT_FKM_SAMPLE_INTERVAL,
       description: "seconds between two samples",
       nullable: true,
     },
@@ -219,9 +206,9 @@ const probe = {
   required: ["name"],
   properties: {
     name,
-    hostname: { type: "string", minLength: 1, default: DEFAULT_PROBE_HOSTNAME, nullable: true },
-    restApiHttpPort: port(DEFAULT_REST_API_HTTP_PORT),
-    restApiHttpsPort: port(DEFAULT_REST_API_HTTPS_PORT),
+    hostname: { type: "string", minLength: 1, default: defaults.DEFAULT_PROBE_HOSTNAME, nullable: true },
+    restApiHttpPort: port(defaults.DEFAULT_REST_API_HTTP_PORT),
+    restApiHttpsPort: port(defaults.DEFAULT_REST_API_HTTPS_PORT),
     memoryProtection,
     linkSecret: {
       type: "string",
@@ -246,14 +233,14 @@ const natsSink = {
     stream: {
       type: "string",
       pattern: "^[A-Za-z0-9_-]+$",
-      default: DEFAULT_NATS_STREAM,
+      default: defaults.DEFAULT_NATS_STREAM,
       description: "a JetStream stream name (letters, digits, _ and -)",
       nullable: true,
     },
     subjectPrefix: {
       type: "string",
       pattern: "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$",
-      default: DEFAULT_NATS_SUBJECT_PREFIX,
+      default: defaults.DEFAULT_NATS_SUBJECT_PREFIX,
       description: "dot-separated subject tokens of letters, digits, _ and -",
       nullable: true,
     },
@@ -291,24 +278,24 @@ const gateway = {
   required: ["name"],
   properties: {
     name,
-    port: port(DEFAULT_GATEWAY_PORT),
+    port: port(defaults.DEFAULT_GATEWAY_PORT),
     customDataviewMaxRows: {
       type: "integer",
       minimum: 0,
-      default: DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
+      default: defaults.DEFAULT_CUSTOM_DATAVIEW_MAX_ROWS,
       nullable: true,
     },
     maxColumnsPerDataview: {
       type: "integer",
       minimum: 1,
-      default: DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
+      default: defaults.DEFAULT_MAX_COLUMNS_PER_DATAVIEW,
       description: "distinct columns per dataview",
       nullable: true,
     },
     maxCellLength: {
       type: "integer",
       minimum: 1,
-      default: DEFAULT_MAX_CELL_LENGTH,
+      default: defaults.DEFAULT_MAX_CELL_LENGTH,
       description: "UTF-16 code units per cell",
       nullable: true,
     },
@@ -323,7 +310,7 @@ const gateway = {
 const targetField = {
   type: "string",
   minLength: 1,
-  default: DEFAULT_RULE_TARGET_WILDCARD,
+  default: defaults.DEFAULT_RULE_TARGET_WILDCARD,
   nullable: true,
 } as const;
 const cellOrHeadline = { type: "string", minLength: 1, nullable: true } as const;
@@ -371,25 +358,25 @@ const roles = {
 const hub = {
   type: "object",
   properties: {
-    port: port(DEFAULT_HUB_PORT),
+    port: port(defaults.DEFAULT_HUB_PORT),
     maxSeriesPerEntity: {
       type: "integer",
       minimum: 1,
-      default: DEFAULT_MAX_SERIES_PER_ENTITY,
+      default: defaults.DEFAULT_MAX_SERIES_PER_ENTITY,
       description: "series per entity",
       nullable: true,
     },
     maxEntities: {
       type: "integer",
       minimum: 1,
-      default: DEFAULT_MAX_ENTITIES,
+      default: defaults.DEFAULT_MAX_ENTITIES,
       description: "entities (and probes) the hub holds",
       nullable: true,
     },
     entityCacheMb: {
       type: "integer",
       minimum: 0,
-      default: DEFAULT_ENTITY_CACHE_MB,
+      default: defaults.DEFAULT_ENTITY_CACHE_MB,
       description: "MiB of entities the hub keeps in memory for entity requests (0: none)",
       nullable: true,
     },
@@ -397,7 +384,7 @@ const hub = {
       type: "integer",
       minimum: 0,
       maximum: 36_500,
-      default: DEFAULT_RETENTION_DAYS,
+      default: defaults.DEFAULT_RETENTION_DAYS,
       description: "days (0 keeps everything)",
       nullable: true,
     },
@@ -406,11 +393,11 @@ const hub = {
     security: {
       type: "object",
       properties: {
-        enabled: { type: "boolean", default: DEFAULT_SECURITY_ENABLED, nullable: true },
+        enabled: { type: "boolean", default: defaults.DEFAULT_SECURITY_ENABLED, nullable: true },
         tokenLifetime: {
           type: "integer",
           minimum: 1,
-          default: DEFAULT_TOKEN_LIFETIME,
+          default: defaults.DEFAULT_TOKEN_LIFETIME,
           description: "seconds",
           nullable: true,
         },
@@ -468,7 +455,7 @@ const limits = {
     cellBytes: limit(DEFAULT_DATA_LIMITS.cellBytes, "bytes of a cell or headline value"),
     linkFrameBytes: {
       ...limit(DEFAULT_DATA_LIMITS.linkFrameBytes, "bytes of one probe-link frame"),
-      minimum: MIN_LINK_FRAME_BYTES,
+      minimum: defaults.MIN_LINK_FRAME_BYTES,
     },
     jsonDepth: limit(DEFAULT_DATA_LIMITS.jsonDepth, "nesting of arrays and objects in untrusted JSON"),
   },
@@ -506,7 +493,7 @@ export const SETUP_SCHEMA = {
   ...setupFile,
   $defs: {
     samplers: { type: "array", items: sampler, default: [] },
-    publish: { type: "array", items: publishSink, default: DEFAULT_PUBLISH },
+    publish: { type: "array", items: publishSink, default: defaults.DEFAULT_PUBLISH },
   },
 } as const;
 

@@ -16,22 +16,33 @@ const stringList = (maxItems: number, description: string) => ({
   description,
 });
 
-/** `filter.entities` of a query body: the entity filter of DESIGN 5.2, as a string. */
-export const ENTITIES_PROPERTY = {
-  type: "string",
-  description: "Entity filter (DESIGN 5.2); blank or absent selects every entity.",
-} as const;
-
-/** `filter.range` of a query body: `[from, to)` as ISO 8601 date-times with offsets. */
-export const RANGE_PROPERTY = {
-  type: "object",
-  additionalProperties: false,
-  required: ["from", "to"],
-  properties: {
-    from: { type: "string", description: "ISO 8601 date-time with an offset; inclusive." },
-    to: { type: "string", description: "ISO 8601 date-time with an offset; exclusive." },
-  },
-} as const;
+/**
+ * The `filter` of a query body: `range` (`[from, to)` as ISO 8601 date-times with offsets), an
+ * optional `entities` filter (DESIGN 5.2), and `more` properties of the endpoint's own.
+ */
+export function rangeFilterSchema<P extends Record<string, unknown>>(more: P) {
+  return {
+    type: "object",
+    additionalProperties: false,
+    required: ["range"],
+    properties: {
+      entities: {
+        type: "string",
+        description: "Entity filter (DESIGN 5.2); blank or absent selects every entity.",
+      },
+      range: {
+        type: "object",
+        additionalProperties: false,
+        required: ["from", "to"],
+        properties: {
+          from: { type: "string", description: "ISO 8601 date-time with an offset; inclusive." },
+          to: { type: "string", description: "ISO 8601 date-time with an offset; exclusive." },
+        },
+      },
+      ...more,
+    },
+  } as const;
+}
 
 /** JSON Schema (draft 2020-12) of `POST /v0/metrics/query` and `/v1alpha/metrics/query`. */
 export const METRIC_QUERY_SCHEMA = {
@@ -44,32 +55,25 @@ export const METRIC_QUERY_SCHEMA = {
       description:
         "IANA zone, alias or fixed offset that buckets align to and labels are written in; absent or empty: UTC.",
     },
-    filter: {
-      type: "object",
-      additionalProperties: false,
-      required: ["range"],
-      properties: {
-        entities: ENTITIES_PROPERTY,
-        range: RANGE_PROPERTY,
-        timeWindows: {
-          type: ["array", "null"],
-          maxItems: METRIC_QUERY_LIMITS.timeWindows,
-          items: {
-            type: "object",
-            additionalProperties: false,
-            required: ["from", "to"],
-            properties: {
-              from: { type: "string", description: "Local time HH:MM[:SS], inclusive." },
-              to: {
-                type: "string",
-                description: "Local time HH:MM[:SS], exclusive; before from: overnight.",
-              },
-              on: { type: ["array", "null"], maxItems: 7, items: { type: "string" } },
+    filter: rangeFilterSchema({
+      timeWindows: {
+        type: ["array", "null"],
+        maxItems: METRIC_QUERY_LIMITS.timeWindows,
+        items: {
+          type: "object",
+          additionalProperties: false,
+          required: ["from", "to"],
+          properties: {
+            from: { type: "string", description: "Local time HH:MM[:SS], inclusive." },
+            to: {
+              type: "string",
+              description: "Local time HH:MM[:SS], exclusive; before from: overnight.",
             },
+            on: { type: ["array", "null"], maxItems: 7, items: { type: "string" } },
           },
         },
       },
-    },
+    }),
     metrics: {
       type: "array",
       maxItems: METRIC_QUERY_LIMITS.metrics,

@@ -14,13 +14,7 @@ import type { EpochMs } from "../../ids.js";
 import type { CellSelector, EventRecord, EventType } from "../store/store.js";
 import { cellReference } from "./metric-names.js";
 import { parseCellReference, parseDateTime } from "./metric-query.js";
-import {
-  asBadRequest,
-  ENTITIES_PROPERTY,
-  errorDetail,
-  fieldPath,
-  RANGE_PROPERTY,
-} from "./metric-query-schema.js";
+import { asBadRequest, errorDetail, fieldPath, rangeFilterSchema } from "./metric-query-schema.js";
 import { checkZone, formatInZoneMillis } from "./zone.js";
 
 /** Events returned when `limit` is absent. */
@@ -40,15 +34,7 @@ export const RECORDS_QUERY_SCHEMA = {
   additionalProperties: false,
   required: ["filter"],
   properties: {
-    filter: {
-      type: "object",
-      additionalProperties: false,
-      required: ["range"],
-      properties: {
-        entities: ENTITIES_PROPERTY,
-        range: RANGE_PROPERTY,
-      },
-    },
+    filter: rangeFilterSchema({}),
     events: {
       type: ["array", "null"],
       maxItems: EVENT_TYPES.length,

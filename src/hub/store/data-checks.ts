@@ -11,7 +11,7 @@
 
 import { DEFAULT_MAX_SERIES_PER_ENTITY, SERIES_CACHE_ENTRIES } from "../../config/defaults.js";
 import { loneSurrogateAt } from "../../text/well-formed.js";
-import type { EntityKey, EventInput, MessageKey, SeriesKey } from "./store.js";
+import type { EntityKey, EventInput, MessageKey, SampleRows, SeriesKey } from "./store.js";
 import { StoreDataError } from "./store.js";
 
 /** The largest |epoch ms| a JavaScript Date holds (ECMA-262 21.4.1.22); stores hold more. */
@@ -124,4 +124,30 @@ export function seriesLimits(options: {
     throw new RangeError(`seriesCacheEntries must be a non-negative integer, got ${seriesCacheEntries}`);
   }
   return { maxSeriesPerEntity, seriesCacheEntries };
+}
+
+/**
+ * Calls `check` with every name and text the rows hold, `what` naming it: the entity's names once
+ * per run of rows with one key object, each row's sampler, sampler type, dataview and row name, and
+ * each of its cells' column name and text (only the cells the rows name: a row set may share its
+ * cell columns with cells it skips).
+ */
+export function eachRowText({ rows, cells }: SampleRows, check: (what: string, text: string) => void): void {
+  let lastEntity: EntityKey | undefined;
+  for (const r of rows) {
+    if (r.entity !== lastEntity) {
+      check("gateway name", r.entity.gateway);
+      check("probe name", r.entity.probe);
+      check("managed entity name", r.entity.managedEntity);
+      lastEntity = r.entity;
+    }
+    check("sampler name", r.sampler);
+    check("sampler type", r.samplerType);
+    check("dataview name", r.dataview);
+    check("row name", r.row);
+    for (let c = r.start; c < r.end; c++) {
+      check("column name", cells.column(c));
+      check("sample text", cells.text(c));
+    }
+  }
 }

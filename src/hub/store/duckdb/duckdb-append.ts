@@ -125,6 +125,26 @@ function sampleChunk(size: number) {
 export const timestampTz = (ms: number): DuckDBTimestampTZValue =>
   new DuckDBTimestampTZValue(BigInt(ms) * US_PER_MS);
 
+/**
+ * Adds the terms of a `[from, to)` time range on the TIMESTAMPTZ column `column` to `where`, with
+ * their values bound as `$from` and `$to`; an absent end adds nothing.
+ */
+export function whereTimeRange(
+  column: string,
+  range: { readonly from?: number; readonly to?: number },
+  where: string[],
+  values: Record<string, DuckDBValue>,
+): void {
+  if (range.from !== undefined) {
+    where.push(`${column} >= $from`);
+    values.from = timestampTz(range.from);
+  }
+  if (range.to !== undefined) {
+    where.push(`${column} < $to`);
+    values.to = timestampTz(range.to);
+  }
+}
+
 /** A number from a DuckDB integer or double column (BIGINT arrives as a bigint); null stays null. */
 export function toNumber(v: JS): number | null {
   if (v === null) return null;

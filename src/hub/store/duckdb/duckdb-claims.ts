@@ -5,7 +5,7 @@
  * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost one
  * statement: an insert that skips the known digests and returns the new ones.
  */
-import { BIGINT, type DuckDBConnection, LIST, listValue, VARCHAR } from "@duckdb/node-api";
+import { type DuckDBConnection, listValue, VARCHAR } from "@duckdb/node-api";
 import {
   claimMessageKeys as claimKeys,
   claimNewDigests,
@@ -18,9 +18,8 @@ import { type DigestForm, digestHex } from "../message-digest.js";
 import { type ClaimedHash, groupMessageKeys } from "../seq-ranges.js";
 import type { MessageKey } from "../store.js";
 import { toNumber } from "./duckdb-append.js";
+import { BIGINT_LIST, TEXT_LIST } from "./duckdb-lists.js";
 
-const TEXTS = LIST(VARCHAR);
-const SEQS = LIST(BIGINT);
 /**
  * Digests reach DuckDB as one text of decimals split in SQL: a LIST parameter of HUGEINT values is
  * built one value at a time on the hub's thread, and took twice as long as the whole insert of text
@@ -96,7 +95,7 @@ function seqRunStatements(connection: DuckDBConnection): SeqRunStatements {
           lo: listValue(windows.map((w) => w.lo)),
           hi: listValue(windows.map((w) => w.hi)),
         },
-        { origins: TEXTS, lo: SEQS, hi: SEQS },
+        { origins: TEXT_LIST, lo: BIGINT_LIST, hi: BIGINT_LIST },
       );
       return read.getRowsJS().map(([origin, first, last]) => ({
         origin: String(origin),
@@ -110,7 +109,7 @@ function seqRunStatements(connection: DuckDBConnection): SeqRunStatements {
          WHERE message_ranges.origin = d.origin AND message_ranges.first_seq = d.first_seq
            AND message_ranges.last_seq = d.last_seq`,
         runLists(runs),
-        { origins: TEXTS, first: SEQS, last: SEQS },
+        { origins: TEXT_LIST, first: BIGINT_LIST, last: BIGINT_LIST },
       );
     },
     async update(changes) {
@@ -127,14 +126,20 @@ function seqRunStatements(connection: DuckDBConnection): SeqRunStatements {
           newFirst: listValue(changes.map((u) => u.to.first)),
           newLast: listValue(changes.map((u) => u.to.last)),
         },
-        { origins: TEXTS, first: SEQS, last: SEQS, newFirst: SEQS, newLast: SEQS },
+        {
+          origins: TEXT_LIST,
+          first: BIGINT_LIST,
+          last: BIGINT_LIST,
+          newFirst: BIGINT_LIST,
+          newLast: BIGINT_LIST,
+        },
       );
     },
     async insert(runs) {
       await connection.run(
         "INSERT INTO message_ranges SELECT unnest($origins), unnest($first), unnest($last)",
         runLists(runs),
-        { origins: TEXTS, first: SEQS, last: SEQS },
+        { origins: TEXT_LIST, first: BIGINT_LIST, last: BIGINT_LIST },
       );
     },
   };

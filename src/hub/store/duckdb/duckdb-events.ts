@@ -8,7 +8,6 @@ import {
   type DuckDBValue,
   INTEGER,
   type JS,
-  LIST,
   listValue,
   TIMESTAMPTZ,
   VARCHAR,
@@ -16,7 +15,8 @@ import {
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
 import type { EventTarget, MetricsFilter, Operation } from "../../../messages/types.js";
 import type { EventInput, EventQuery, EventRecord, EventType } from "../store.js";
-import { timestampTz, toNumber } from "./duckdb-append.js";
+import { timestampTz, toNumber, whereTimeRange } from "./duckdb-append.js";
+import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
 
 /** Column types of `events`, in table order (payload and filter go in as JSON text). */
 export const EVENT_COLUMN_TYPES: readonly DuckDBType[] = [
@@ -68,14 +68,7 @@ export function listEventsSql(query: EventQuery): {
   const where: string[] = [];
   const values: Record<string, DuckDBValue> = { limit: query.limit };
   const types: Record<string, DuckDBType> = { limit: BIGINT };
-  if (query.from !== undefined) {
-    where.push("ts >= $from");
-    values.from = timestampTz(query.from);
-  }
-  if (query.to !== undefined) {
-    where.push("ts < $to");
-    values.to = timestampTz(query.to);
-  }
+  whereTimeRange("ts", query, where, values);
   if (query.entity !== undefined) {
     where.push("entity_id = $entity");
     values.entity = query.entity;
@@ -84,12 +77,12 @@ export function listEventsSql(query: EventQuery): {
   if (query.types !== undefined) {
     where.push("list_contains($types, type)");
     values.types = listValue([...query.types]);
-    types.types = LIST(VARCHAR);
+    types.types = TEXT_LIST;
   }
   if (query.entities !== undefined) {
     where.push("list_contains($entities, entity_id)");
     values.entities = listValue([...query.entities]);
-    types.entities = LIST(INTEGER);
+    types.entities = ID_LIST;
   }
   if (query.cells !== undefined) {
     // A row NULL in the list is the {rowname} wildcard, "" a headline (whose target has no row).
@@ -108,8 +101,7 @@ export function listEventsSql(query: EventQuery): {
     values.c_dataview = list((c) => c.dataview);
     values.c_row = list((c) => c.row);
     values.c_column = list((c) => c.column);
-    for (const name of ["c_sampler", "c_type", "c_dataview", "c_row", "c_column"])
-      types[name] = LIST(VARCHAR);
+    for (const name of ["c_sampler", "c_type", "c_dataview", "c_row", "c_column"]) types[name] = TEXT_LIST;
   }
   values.skip = query.skip ?? 0;
   types.skip = BIGINT;

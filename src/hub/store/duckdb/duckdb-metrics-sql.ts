@@ -38,7 +38,6 @@ import {
   DuckDBTimestampTZValue,
   type DuckDBType,
   type DuckDBValue,
-  INTEGER,
   LIST,
   listValue,
   VARCHAR,
@@ -59,6 +58,7 @@ import {
   type ZoneOffsets,
 } from "../core/zone-offsets.js";
 import type { AggregationName, MetricQueryPlan, MetricQueryRow, TimeWindow } from "../store.js";
+import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
 
 /** A statement with named parameters, ready for `connection.runAndReadAll(sql, values, types)`. */
 export interface MetricSql {
@@ -312,8 +312,8 @@ export function buildMetricQuery(
     types[name] = type;
   };
 
-  bind("entity_ids", listValue(plan.entities.map((e) => e.id)), LIST(INTEGER));
-  bind("entity_attrs", listValue(groupAttributeValues(plan)), LIST(VARCHAR));
+  bind("entity_ids", listValue(plan.entities.map((e) => e.id)), ID_LIST);
+  bind("entity_attrs", listValue(groupAttributeValues(plan)), TEXT_LIST);
 
   // Identifiers travel as numbers numbered in code-point order (UTF-8 byte order, DuckDB's VARCHAR
   // order), so grouping hashes an integer and ordering by the number orders by the identifier.
@@ -322,16 +322,12 @@ export function buildMetricQuery(
   );
   const identifierNumber = new Map(identifiers.map((id, i) => [id, i]));
   const selectors = planSelectors(plan);
-  bind(
-    "sel_identifier",
-    listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)),
-    LIST(INTEGER),
-  );
-  bind("sel_sampler", listValue(selectors.map((s) => s.sampler)), LIST(VARCHAR));
-  bind("sel_sampler_type", listValue(selectors.map((s) => s.samplerType)), LIST(VARCHAR));
-  bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), LIST(VARCHAR));
-  bind("sel_row", listValue(selectors.map((s) => s.row)), LIST(VARCHAR));
-  bind("sel_column", listValue(selectors.map((s) => s.column)), LIST(VARCHAR));
+  bind("sel_identifier", listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)), ID_LIST);
+  bind("sel_sampler", listValue(selectors.map((s) => s.sampler)), TEXT_LIST);
+  bind("sel_sampler_type", listValue(selectors.map((s) => s.samplerType)), TEXT_LIST);
+  bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), TEXT_LIST);
+  bind("sel_row", listValue(selectors.map((s) => s.row)), TEXT_LIST);
+  bind("sel_column", listValue(selectors.map((s) => s.column)), TEXT_LIST);
   const bucket = plan.bucket;
   if (bucket.kind === "minutes") bind("bucket_us", BigInt(bucket.minutes) * MINUTE_US, BIGINT);
   const rule: BucketRule =
@@ -486,7 +482,7 @@ function timeWindowSql(
       ? `sod_us >= $w${i}_from AND sod_us < $w${i}_to`
       : `(sod_us >= $w${i}_from OR sod_us < $w${i}_to)`;
   if (w.days === undefined) return `(${time})`;
-  bind(`w${i}_days`, listValue([...w.days]), LIST(INTEGER));
+  bind(`w${i}_days`, listValue([...w.days]), ID_LIST);
   // Day 0 of the local epoch (1970-01-01) is a Thursday, ISO weekday 4.
   const isoWeekday = `CAST(${floorMod(`(l_us - sod_us) // ${DAY_US} + 3`, "7")} + 1 AS INTEGER)`;
   return `(${time} AND list_contains($w${i}_days, ${isoWeekday}))`;

@@ -11,14 +11,14 @@ import {
   type DuckDBValue,
   INTEGER,
   type JS,
-  LIST,
   listValue,
   VARCHAR,
 } from "@duckdb/node-api";
 import { asEntityId, asEpochMs } from "../../../ids.js";
 import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SampleQuery } from "../store.js";
-import { timestampTz, toNumber } from "./duckdb-append.js";
+import { timestampTz, toNumber, whereTimeRange } from "./duckdb-append.js";
+import { ID_LIST } from "./duckdb-lists.js";
 
 /** A statement with named parameters, ready for `connection.runAndReadAll(sql, values, types)`. */
 export interface Statement {
@@ -74,14 +74,7 @@ function sampleWhere(query: SampleQuery): Statement & { readonly where: string }
     "s.row_name = $row",
     "s.column_name = $column",
   ];
-  if (query.from !== undefined) {
-    where.push("x.ts >= $from");
-    values.from = timestampTz(query.from);
-  }
-  if (query.to !== undefined) {
-    where.push("x.ts < $to");
-    values.to = timestampTz(query.to);
-  }
+  whereTimeRange("x.ts", query, where, values);
   return { sql: "", values, types, where: where.join(" AND ") };
 }
 
@@ -117,7 +110,7 @@ export function metricNamesSql(entities: readonly number[], includeNonNumeric: b
                    w.dv, w.plugin, w.os_type
           HAVING $include OR bool_or(w.is_numeric)`,
     values: { entities: listValue([...entities]), include: includeNonNumeric },
-    types: { entities: LIST(INTEGER) },
+    types: { entities: ID_LIST },
   };
 }
 
@@ -149,7 +142,7 @@ export function rowNamesSql(query: RowNameQuery): Statement {
     column: query.column,
   };
   const types: Record<string, DuckDBType> = {
-    entities: LIST(INTEGER),
+    entities: ID_LIST,
     sampler: VARCHAR,
     sampler_type: VARCHAR,
     dataview: VARCHAR,

@@ -34,7 +34,6 @@ import {
   type DuckDBPreparedStatement,
   INTEGER,
   type JS,
-  LIST,
   listValue,
   TIMESTAMPTZ,
   VARCHAR,
@@ -71,6 +70,7 @@ import type {
 import { timestampTz, toNumber } from "./duckdb-append.js";
 import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
+import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
 import {
   buildMetricQuery,
   buildZoneOffsetsQuery,
@@ -676,7 +676,7 @@ class DuckDbStore implements Store {
             gateways: listValue([...probes.values()].map(([g]) => g)),
             probes: listValue([...probes.values()].map(([, q]) => q)),
           },
-          { ids: LIST(INTEGER), gateways: LIST(VARCHAR), probes: LIST(VARCHAR) },
+          { ids: ID_LIST, gateways: TEXT_LIST, probes: TEXT_LIST },
         );
         return { version, records: r.getRowsJS().map(entityRecord) };
       } catch (error) {

@@ -24,7 +24,6 @@ import {
   type DuckDBDataChunk,
   type DuckDBValue,
   INTEGER,
-  LIST,
   listValue,
   VARCHAR,
 } from "@duckdb/node-api";
@@ -59,6 +58,7 @@ import {
 import { appendChunks, appendRows, sampleChunks, timestampTz, toNumber } from "./duckdb-append.js";
 import { claimMessageKeys, planOptimisticClaim } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
+import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
 import { FALLBACK_PROBE_MS } from "./duckdb-schema.js";
 
 export interface EntityState {
@@ -455,7 +455,6 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     for (const slot of misses) {
       if (slot.rowKey !== undefined) byKey.set(seriesKeyOf(slot.rowKey, slot.series.column), slot);
     }
-    const texts = LIST(VARCHAR);
     const column = (pick: (s: SeriesKey) => string) => listValue(misses.map((m) => pick(m.series)));
     const r = await this.c.runAndReadAll(
       `SELECT s.id, s.entity_id, s.sampler, s.sampler_type, s.dataview, s.row_name, s.column_name,
@@ -474,12 +473,12 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         column: column((s) => s.column),
       },
       {
-        entity: LIST(INTEGER),
-        sampler: texts,
-        samplerType: texts,
-        dataview: texts,
-        row: texts,
-        column: texts,
+        entity: ID_LIST,
+        sampler: TEXT_LIST,
+        samplerType: TEXT_LIST,
+        dataview: TEXT_LIST,
+        row: TEXT_LIST,
+        column: TEXT_LIST,
       },
     );
     for (const [id, entity, sampler, samplerType, dataview, row, col, numeric] of r.getRowsJS()) {
@@ -504,7 +503,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       `SELECT entity_id, count(*) FROM series WHERE entity_id IN (SELECT unnest($ids))
        GROUP BY entity_id`,
       { ids: listValue([...entities]) },
-      { ids: LIST(INTEGER) },
+      { ids: ID_LIST },
     );
     const counts = new Map<EntityId, number>(entities.map((id) => [id, 0]));
     for (const [id, count] of r.getRowsJS()) {
@@ -639,7 +638,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         samplerType: listValue(list.map((d) => d[2] ?? null)),
         dataview: listValue(list.map((d) => d[3] ?? null)),
       },
-      { entity: LIST(INTEGER), sampler: LIST(VARCHAR), samplerType: LIST(VARCHAR), dataview: LIST(VARCHAR) },
+      { entity: ID_LIST, sampler: TEXT_LIST, samplerType: TEXT_LIST, dataview: TEXT_LIST },
     );
     for (const [entityKey, count] of counts) {
       const entity = this.entityOf(entityKey);
@@ -661,7 +660,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     await this.c.run(
       "INSERT INTO numeric_series SELECT unnest($ids) ON CONFLICT DO NOTHING",
       { ids: listValue([...ids]) },
-      { ids: LIST(INTEGER) },
+      { ids: ID_LIST },
     );
     for (const flip of flips) this.pendingRow(flip.rowKey).set(flip.column, flip.id);
   }
@@ -755,14 +754,14 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
         await this.c.run(
           "DELETE FROM dataview_deletes WHERE dataview_id = $id AND list_contains($rows, row_name)",
           { id, rows: listValue(touched) },
-          { id: INTEGER, rows: LIST(VARCHAR) },
+          { id: INTEGER, rows: TEXT_LIST },
         );
       }
       if (input.deleted.length > 0) {
         await this.c.run(
           "INSERT INTO dataview_deletes SELECT $id, unnest($rows)",
           { id, rows: listValue([...input.deleted]) },
-          { id: INTEGER, rows: LIST(VARCHAR) },
+          { id: INTEGER, rows: TEXT_LIST },
         );
       }
       this.pending.dataviews.set(key, { id, plugin, osType, deleted });

@@ -28,7 +28,14 @@ import {
   seriesKeyString,
   storedAttributes,
 } from "../core/store-keys.js";
-import { checkAttributes, checkEntityKey, checkEvent, checkText, checkTime } from "../data-checks.js";
+import {
+  checkAttributes,
+  checkEntityKey,
+  checkEvent,
+  checkText,
+  checkTime,
+  eachRowText,
+} from "../data-checks.js";
 import { type DataviewState, dataviewChanges, dataviewKeyString, deletedAfter } from "../dataviews.js";
 import type { DigestForm } from "../message-digest.js";
 import { QueuedTransaction } from "../queued-transaction.js";
@@ -153,7 +160,6 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     checkRows(cells);
     for (const event of events) checkEvent(event);
     checkBatchText(batch);
-    if (batch.rows !== undefined) checkRowsText(batch.rows);
 
     await this.ensurePartitions(cells);
 
@@ -605,46 +611,11 @@ function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): vo
 }
 
 /**
- * Checks what the cells hold before anything is written: times, texts, and the names of each row
- * and cell (a run of rows with one entity key object checks the entity once).
+ * Checks what the cells hold before anything is written: times, and the names and texts of each row
+ * and cell, as Unicode (data-checks.ts) and for U+0000 (postgres-checks.ts).
  */
-function checkRows({ rows, cells }: SampleRows): void {
-  let lastEntity: EntityKey | undefined;
-  for (const r of rows) {
-    checkTime("sample time", r.at);
-    if (r.entity !== lastEntity) {
-      checkEntityKey(r.entity);
-      lastEntity = r.entity;
-    }
-    checkText("sampler name", r.sampler);
-    checkText("sampler type", r.samplerType);
-    checkText("dataview name", r.dataview);
-    checkText("row name", r.row);
-    for (let c = r.start; c < r.end; c++) {
-      checkText("column name", cells.column(c));
-      checkText("sample text", cells.text(c));
-    }
-  }
-}
-
-/** The U+0000 check of postgres-checks.ts for the column form: names and texts of every row and cell. */
-function checkRowsText({ rows, cells }: SampleRows): void {
-  let lastEntity: EntityKey | undefined;
-  for (const r of rows) {
-    if (r.entity !== lastEntity) {
-      checkNoNul("gateway name", r.entity.gateway);
-      checkNoNul("probe name", r.entity.probe);
-      checkNoNul("managed entity name", r.entity.managedEntity);
-      lastEntity = r.entity;
-    }
-    checkNoNul("sampler name", r.sampler);
-    checkNoNul("sampler type", r.samplerType);
-    checkNoNul("dataview name", r.dataview);
-    checkNoNul("row name", r.row);
-    for (let c = r.start; c < r.end; c++) {
-      checkNoNul("column name", cells.column(c));
-      const text = cells.text(c);
-      if (text.includes("\u0000")) checkNoNul("sample text", text);
-    }
-  }
+function checkRows(rows: SampleRows): void {
+  for (const r of rows.rows) checkTime("sample time", r.at);
+  eachRowText(rows, checkText);
+  eachRowText(rows, checkNoNul);
 }
