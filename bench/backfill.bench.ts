@@ -113,7 +113,11 @@ function sampleBatches(day: number, posts: number): SampleRows[] {
         entities.set(name, entity);
       }
       for (const [column, text] of Object.entries(m.data.row)) out.cell(column, text, numericValue(text));
-      out.endRow(entity, "cpu", "", "cores", t.row as string, asEpochMs(Date.parse(m.data.sampleTime)));
+      out.endRow(
+        entity,
+        { sampler: "cpu", samplerType: "", dataview: "cores", row: t.row as string },
+        asEpochMs(Date.parse(m.data.sampleTime)),
+      );
     }
     return out;
   });

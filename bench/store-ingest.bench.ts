@@ -36,7 +36,11 @@ function batch(start: number): SampleRowsBuilder {
     const i = start + k;
     const value = (i % 997) * 0.5;
     out.cell("latency", String(value), value);
-    out.endRow(entity, "s", "", "dv", `r${i % SERIES}`, asEpochMs(t0 + i));
+    out.endRow(
+      entity,
+      { sampler: "s", samplerType: "", dataview: "dv", row: `r${i % SERIES}` },
+      asEpochMs(t0 + i),
+    );
   }
   return out;
 }

@@ -140,18 +140,15 @@ function describe(value: unknown): string {
 }
 
 function rangeText(schema: Record<string, unknown>): string {
-  const low =
-    typeof schema.minimum === "number"
-      ? `at least ${schema.minimum}`
-      : typeof schema.exclusiveMinimum === "number"
-        ? `greater than ${schema.exclusiveMinimum}`
+  // One end of the range in words: its inclusive bound if the schema has one, else its exclusive one.
+  const end = (inclusive: unknown, exclusive: unknown, within: string, beyond: string): string | undefined =>
+    typeof inclusive === "number"
+      ? `${within} ${inclusive}`
+      : typeof exclusive === "number"
+        ? `${beyond} ${exclusive}`
         : undefined;
-  const high =
-    typeof schema.maximum === "number"
-      ? `at most ${schema.maximum}`
-      : typeof schema.exclusiveMaximum === "number"
-        ? `less than ${schema.exclusiveMaximum}`
-        : undefined;
+  const low = end(schema.minimum, schema.exclusiveMinimum, "at least", "greater than");
+  const high = end(schema.maximum, schema.exclusiveMaximum, "at most", "less than");
   const unit = typeof schema.description === "string" ? ` (${schema.description})` : "";
   return `must be ${[low, high].filter((s) => s !== undefined).join(" and ")}${unit}`;
 }

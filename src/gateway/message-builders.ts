@@ -89,12 +89,7 @@ export function tableMessage(
   return {
     type: "table",
     operation,
-    data: {
-      sampleTime,
-      probeTime,
-      target: tableTarget(context, row),
-      row: cells,
-    },
+    data: metricsData(tableTarget(context, row), cells, sampleTime, probeTime),
   };
 }
 
@@ -109,11 +104,16 @@ export function headlineMessage(
   return {
     type: "headline",
     operation,
-    data: {
-      sampleTime,
-      probeTime,
-      target: metricsTarget(context),
-      row: headlines,
-    },
+    data: metricsData(metricsTarget(context), headlines, sampleTime, probeTime),
   };
+}
+
+/** The `data` of a table or headline message, its keys in the order public-v2 writes them. */
+function metricsData<T>(
+  target: T,
+  row: Record<string, string>,
+  sampleTime: DateTimeString,
+  probeTime: DateTimeString,
+) {
+  return { sampleTime, probeTime, target, row };
 }

@@ -106,20 +106,12 @@ export class SampleRowsBuilder implements SampleRows {
     this.cells.cell(column, text, value);
   }
 
-  /**
-   * Ends the row of the cells added since the last row (names as in {@link RowNames}); a row
-   * without cells is not kept.
-   */
-  endRow(
-    entity: EntityKey,
-    sampler: string,
-    samplerType: string,
-    dataview: string,
-    row: string,
-    at: EpochMs,
-  ): void {
+  /** Ends the row of the cells added since the last row; a row without cells is not kept. */
+  endRow(entity: EntityKey, names: RowNames, at: EpochMs): void {
     const end = this.cells.length;
-    if (end !== this.start) this.row(entity, sampler, samplerType, dataview, row, at, this.start, end);
+    if (end !== this.start) {
+      this.row(entity, names.sampler, names.samplerType, names.dataview, names.row, at, this.start, end);
+    }
     this.start = end;
   }
 
@@ -163,24 +155,20 @@ export function sampleRowsOf(batch: IngestBatch): SampleRows {
   let first: SampleInput | undefined; // the first sample of the row being built
   for (const sample of samples) {
     if (first !== undefined && !sameRow(first, sample)) {
-      endRow(out, first.entity, first.series, first.at);
+      out.endRow(first.entity, first.series, first.at);
       first = undefined;
     }
     first ??= sample;
     out.cell(sample.series.column, sample.text, sample.value);
   }
-  if (first !== undefined) endRow(out, first.entity, first.series, first.at);
+  if (first !== undefined) out.endRow(first.entity, first.series, first.at);
   const rows = batch.rows;
   if (rows !== undefined) {
     for (const r of rows.rows) {
       const { cells } = rows;
       for (let c = r.start; c < r.end; c++) out.cell(cells.column(c), cells.text(c), cells.value(c));
-      endRow(out, r.entity, r, r.at);
+      out.endRow(r.entity, r, r.at);
     }
   }
   return out;
-}
-
-function endRow(out: SampleRowsBuilder, entity: EntityKey, names: RowNames, at: EpochMs): void {
-  out.endRow(entity, names.sampler, names.samplerType, names.dataview, names.row, at);
 }

@@ -343,7 +343,11 @@ if (!reachable) {
         const out = new SampleRowsBuilder();
         out.cell("ok", "1", 1);
         out.cell(column, text, null);
-        out.endRow(entity, "s", "", "d", row, asEpochMs(Date.parse("2024-05-01T10:00:00Z")));
+        out.endRow(
+          entity,
+          { sampler: "s", samplerType: "", dataview: "d", row: row },
+          asEpochMs(Date.parse("2024-05-01T10:00:00Z")),
+        );
         return out;
       };
       await store.transaction(async (tx) => {

@@ -59,7 +59,7 @@ describe("sampleRowsOf", () => {
     // 900 rows of 5 cells: 4 500 cells, past the first chunk.
     for (let r = 0; r < 900; r++) {
       for (let k = 0; k < 5; k++) rows.cell(...cellOf(r * 5 + k));
-      rows.endRow(entity, "s", "", "d", `r${r}`, asEpochMs(r));
+      rows.endRow(entity, { sampler: "s", samplerType: "", dataview: "d", row: `r${r}` }, asEpochMs(r));
     }
     const series = { sampler: "s", samplerType: "", dataview: "d", row: "single", column: "x" };
     const out = sampleRowsOf({

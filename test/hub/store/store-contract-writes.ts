@@ -61,7 +61,7 @@ function cells(...rows: (readonly [EntityKey, string, string, Record<string, str
       const value = Number(text);
       out.cell(column, text, text.trim() === "" || !Number.isFinite(value) ? null : value);
     }
-    out.endRow(entity, "cpu", "linux", "cpu", name, t(at));
+    out.endRow(entity, { sampler: "cpu", samplerType: "linux", dataview: "cpu", row: name }, t(at));
   }
   return out;
 }
