@@ -361,7 +361,9 @@ async function pgOn(url: string): Promise<Record<string, unknown>> {
       ).length,
   );
   await store.close();
-  await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests, vigil_settings, vigil_migrations CASCADE`;
+  // Every table of the store's schema, so the second store migrates a database as empty as the first.
+  await sql`DROP TABLE samples, series, entities, events, message_ranges, message_origins, message_digests,
+    dataviews, dataview_deletes, numeric_series, probes, vigil_settings, vigil_migrations CASCADE`;
   const large = await createPostgresStore({ url });
   const largeRate = await backfill(large, LARGE_BATCH);
   await large.close();
