@@ -42,7 +42,7 @@ import { STORE_REOPEN_BACKOFF_MAX_MS, STORE_REOPEN_BACKOFF_MIN_MS } from "../../
 import { Backoff } from "../../../flow/backoff.js";
 import { asEntityId, asEpochMs, type EntityId, type EpochMs } from "../../../ids.js";
 import { entityKeyString } from "../core/store-keys.js";
-import { fixedZoneOffsets, KnownZones, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
+import { KnownZones } from "../core/zone-offsets.js";
 import { seriesLimits } from "../data-checks.js";
 import { applyDataviews, type DataviewState, stripProbeDetails, withProbe } from "../dataviews.js";
 import { type DigestForm, digestForm, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
@@ -71,13 +71,8 @@ import { timestampTz, toNumber } from "./duckdb-append.js";
 import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
-import {
-  buildMetricQuery,
-  buildZoneOffsetsQuery,
-  readMetricRows,
-  readZoneOffsets,
-  scanWindow,
-} from "./duckdb-metrics-sql.js";
+import { DuckDbMetrics } from "./duckdb-metrics.js";
+import { scanWindow } from "./duckdb-metrics-sql.js";
 import {
   countSamplesSql,
   entitySeverity,
@@ -112,8 +107,6 @@ import {
  * reads only what changed (`changedEntities`); a cache further behind reads every entity.
  */
 const ENTITY_CHANGE_LOG_IDS = 20_000; // ids
-/** Zone-offset answers kept for metric queries (a few hundred bytes each). */
-const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 
 export interface DuckDbStoreOptions {
   /** A database file (created with its folder when missing) or `:memory:`. */
@@ -267,8 +260,8 @@ class DuckDbStore implements Store {
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
   private optimisticClaims = true;
-  /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
-  private readonly zoneOffsets = new Map<string, ZoneOffsets>();
+  /** The metric queries, with the zone offsets they have read. */
+  private readonly metrics = new DuckDbMetrics();
   /** Zone names ICU inside DuckDB knows. */
   private readonly zoneNames = new KnownZones(async () =>
     (await this.reader.runAndReadAll("SELECT name FROM pg_timezone_names()"))
@@ -366,7 +359,7 @@ class DuckDbStore implements Store {
     try {
       this.db = await this.reopen();
       await this.setUp();
-      this.zoneOffsets.clear();
+      this.metrics.forget();
       this.fault = undefined;
       this.reopens += 1;
     } catch (error) {
@@ -732,28 +725,11 @@ class DuckDbStore implements Store {
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) {
       return this.read(async () => []);
     }
-    const zone = parseZone(plan.zone);
     const window = scanWindow(plan, this.sampleSpan ?? undefined);
     return this.read(async () => {
       await this.zoneNames.check(plan.zone);
       if (window === undefined) return [];
-      let offsets: ZoneOffsets;
-      if (zone.kind === "fixed") offsets = fixedZoneOffsets(zone.offsetSeconds);
-      // Count buckets ignore the zone's clock: without time windows no offset is read.
-      else if (plan.bucket.kind === "count" && plan.timeWindows.length === 0) offsets = fixedZoneOffsets(0);
-      else {
-        const q = buildZoneOffsetsQuery(zone.name, window);
-        const known = this.zoneOffsets.get(q.key);
-        if (known !== undefined) offsets = known;
-        else {
-          offsets = readZoneOffsets((await this.reader.runAndReadAll(q.sql, q.values, q.types)).getRows());
-          // Keys come from requests: the cache must not grow without limit.
-          if (this.zoneOffsets.size >= ZONE_OFFSETS_CACHE_ENTRIES) this.zoneOffsets.clear();
-          this.zoneOffsets.set(q.key, offsets);
-        }
-      }
-      const query = buildMetricQuery(plan, offsets, window);
-      return readMetricRows(await this.reader.run(query.sql, query.values, query.types), query);
+      return this.metrics.query(this.reader, plan, window);
     });
   }
 
