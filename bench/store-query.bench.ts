@@ -11,6 +11,11 @@
  * The store's query and the hand-written one run in turn (A B A B, VIGIL_BENCH_ROUNDS rounds after
  * one warm-up of each, default 5); the medians are compared. The same on DuckDB at 10 M samples
  * (200 series × 10 s × 5.8 days, in files: the second query size).
+ * The full-aggregation case: one entity's dataview of 20 rows × 10 numeric columns over the same
+ * day (1 728 000 samples), asked as an application asks it — PT5M Europe/London buckets, 10 metrics
+ * (one per column) × the ten aggregations, grouped by row name — on DuckDB against the same
+ * aggregation in hand-written SQL over a bare table (goal ≤ 1.5×), and on PostgreSQL against the
+ * embedded store (goal ≤ 3×).
  * Beside the backfill rates: PostgreSQL's bare COPY into a bare table, in one stream and in one
  * transaction per 5 000 rows (the floor of per-transaction commit cost on this machine).
  * Goals: PostgreSQL store ≤ 3× the embedded store on the query; PostgreSQL backfill ≥ 200 000
@@ -119,6 +124,71 @@ const AGGREGATIONS: Aggregation[] = [
   { label: "svc.percentile(0.95)", name: "svc.percentile", p: "0.95" },
 ];
 
+/** The full-aggregation case's dataview: 20 rows × 10 numeric columns of one entity. */
+const GRID = { rows: 20, columns: 10 };
+
+/** The full-aggregation case's samples in batches, time-major, row by row as table messages carry them. */
+function* gridSamples(size = BATCH): Generator<SampleInput[]> {
+  const entity = { gateway: "GW", probe: "p1", managedEntity: "grid" };
+  const keys = Array.from({ length: GRID.rows * GRID.columns }, (_, s) => ({
+    sampler: "app",
+    samplerType: "",
+    dataview: "orders",
+    row: `r${Math.floor(s / GRID.columns)}`,
+    column: `c${s % GRID.columns}`,
+  }));
+  let batch: SampleInput[] = [];
+  for (let step = 0; step < STEPS; step++) {
+    const at = asEpochMs(T0 + step * SPACING_MS);
+    for (const [s, series] of keys.entries()) {
+      const value = sampleValue(step, s);
+      batch.push({ entity, series, at, text: String(value), value });
+      if (batch.length === size) {
+        yield batch;
+        batch = [];
+      }
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/** 10 metrics (one per column) × the ten aggregations, PT5M London buckets, grouped by row name. */
+async function gridPlan(store: Store): Promise<MetricQueryPlan> {
+  return {
+    entities: await store.listEntities({ includeDeleted: false }),
+    from: asEpochMs(T0),
+    to: asEpochMs(T0 + DAY_MS),
+    zone: "Europe/London",
+    bucket: { kind: "minutes", minutes: 5 },
+    metrics: Array.from({ length: GRID.columns }, (_, k) => ({
+      identifier: `c${k}`,
+      include: [{ sampler: "app", samplerType: null, dataview: "orders", row: null, column: `c${k}` }],
+    })),
+    aggregations: AGGREGATIONS,
+    grouping: ["rowname"],
+    timeWindows: [],
+  };
+}
+
+/** The full-aggregation case on a store: loads the grid, then the query's median ms (and its answer). */
+async function gridQuery(store: Store): Promise<{ ms: number; rows: number; counted: number }> {
+  await store.migrate();
+  for (const batch of gridSamples(LARGE_BATCH)) await store.ingest({ entities: [], samples: batch });
+  const p = await gridPlan(store);
+  let rows: readonly MetricQueryRow[] = await store.queryMetrics(p);
+  const times: number[] = [];
+  for (let i = 0; i < QUERY_RUNS; i++) {
+    const started = performance.now();
+    rows = await store.queryMetrics(p);
+    times.push(performance.now() - started);
+  }
+  return {
+    ms: median(times),
+    rows: rows.length,
+    counted: rows.reduce((n, r) => n + (r.values["svc.count"] ?? 0), 0),
+  };
+}
+
 async function plan(store: Store, to = T0 + DAY_MS): Promise<MetricQueryPlan> {
   return {
     entities: await store.listEntities({ includeDeleted: false }),
@@ -168,7 +238,12 @@ async function backfill(store: Store, size = BATCH, steps = STEPS): Promise<numb
 }
 
 /** A bare DuckDB table of the same samples (the appender, as the store uses), with the store's settings. */
-async function rawDuckDb(path: string, steps: number): Promise<{ c: DuckDBConnection; close: () => void }> {
+async function rawDuckDb(
+  path: string,
+  steps: number,
+  source: () => Generator<SampleInput[]> = () => samples(LARGE_BATCH, steps),
+  series = SERIES,
+): Promise<{ c: DuckDBConnection; close: () => void }> {
   const machine = duckDbMachineSettings();
   const instance = await DuckDBInstance.create(path, {
     memory_limit: machine.memoryLimit,
@@ -179,13 +254,13 @@ async function rawDuckDb(path: string, steps: number): Promise<{ c: DuckDBConnec
   await c.run("CREATE TABLE raw (series_id INTEGER, ts TIMESTAMPTZ, value DOUBLE)");
   const appender = await c.createAppender("raw");
   let k = 0;
-  for (const batch of samples(LARGE_BATCH, steps)) {
+  for (const batch of source()) {
     for (let s = 0; s < batch.length; s += 2048) {
       const slice = batch.slice(s, s + 2048);
       const chunk = DuckDBDataChunk.create([INTEGER, TIMESTAMPTZ, DOUBLE], slice.length);
       chunk.setColumnValues(
         0,
-        slice.map((_, i) => (k + s + i) % SERIES),
+        slice.map((_, i) => (k + s + i) % series),
       );
       chunk.setColumnValues(
         1,
@@ -220,6 +295,62 @@ async function handDuckDb(c: DuckDBConnection, to: number): Promise<number> {
         FROM raw WHERE ts >= to_timestamp(${T0 / 1000}) AND ts < to_timestamp(${to / 1000})
         GROUP BY b ORDER BY b`)
   ).getRowsJS().length;
+}
+
+/**
+ * The full-aggregation case by hand: every aggregation of every series (row × column) per bucket,
+ * which is the store's answer (rows × 10 metrics × 10 aggregations per bucket) in another shape.
+ */
+async function handGridDuckDb(c: DuckDBConnection): Promise<number> {
+  return (
+    await c.runAndReadAll(`
+        SELECT time_bucket(INTERVAL 5 MINUTES, ts, 'Europe/London') AS b, series_id, count(value), sum(value),
+               min(value), max(value), avg(value), var_pop(value), stddev_pop(value), arg_min(value, ts),
+               arg_max(value, ts), quantile_disc(value, 0.95)
+        FROM raw WHERE ts >= to_timestamp(${T0 / 1000}) AND ts < to_timestamp(${(T0 + DAY_MS) / 1000})
+        GROUP BY b, series_id ORDER BY b, series_id`)
+  ).getRowsJS().length;
+}
+
+/** The full-aggregation case on DuckDB: the store's query against hand-written SQL (A B A B). */
+async function duckdbGrid(): Promise<Record<string, unknown>> {
+  const store = await createDuckDbStore({ path: ":memory:" });
+  await store.migrate();
+  for (const batch of gridSamples(LARGE_BATCH)) await store.ingest({ entities: [], samples: batch });
+  const p = await gridPlan(store);
+  const raw = await rawDuckDb(":memory:", STEPS, () => gridSamples(LARGE_BATCH), GRID.rows * GRID.columns);
+  const q = await abQueries(
+    () => store.queryMetrics(p),
+    () => handGridDuckDb(raw.c),
+  );
+  raw.close();
+  await store.close();
+  return {
+    duckdb_grid_store_query_ms: Math.round(q.storeMs),
+    duckdb_grid_handwritten_query_ms: Math.round(q.handMs),
+    duckdb_grid_store_over_handwritten: Number((q.storeMs / Math.max(1, q.handMs)).toFixed(2)),
+    duckdb_grid_answer: {
+      rows: q.result.length,
+      counted: q.result.reduce((n, r) => n + (r.values["svc.count"] ?? 0), 0),
+    },
+  };
+}
+
+/** The full-aggregation case on PostgreSQL, in a throwaway database of its own. */
+async function pgGrid(): Promise<Record<string, unknown>> {
+  const result = await withBenchDatabase(async (url) => {
+    const store = await createPostgresStore({ url });
+    try {
+      const q = await gridQuery(store);
+      return {
+        postgres_grid_store_query_ms: Math.round(q.ms),
+        postgres_grid_answer: { rows: q.rows, counted: q.counted },
+      };
+    } finally {
+      await store.close();
+    }
+  });
+  return result ?? { postgres_grid: `skipped: ${PG_UNREACHABLE}` };
 }
 
 /** A check that the store's answer is the expected shape: 288 buckets, every sample counted. */
@@ -381,7 +512,18 @@ async function pgOn(url: string): Promise<Record<string, unknown>> {
 
 const duck = await duckdb();
 const duck10m = await duckdb10m();
+const duckGrid = await duckdbGrid();
 const pgResult = await pg();
+const pgGridResult = await pgGrid();
+const gridRatio =
+  typeof pgGridResult.postgres_grid_store_query_ms === "number" &&
+  typeof duckGrid.duckdb_grid_store_query_ms === "number"
+    ? Number(
+        (
+          pgGridResult.postgres_grid_store_query_ms / Math.max(1, duckGrid.duckdb_grid_store_query_ms)
+        ).toFixed(2),
+      )
+    : null;
 const ratio =
   typeof pgResult.postgres_store_query_ms === "number" && typeof duck.duckdb_store_query_ms === "number"
     ? Number((pgResult.postgres_store_query_ms / Math.max(1, duck.duckdb_store_query_ms)).toFixed(2))
@@ -396,12 +538,17 @@ console.log(
     query_rounds: QUERY_RUNS,
     ...duck,
     ...duck10m,
+    ...duckGrid,
     ...pgResult,
+    ...pgGridResult,
     postgres_over_duckdb_query: ratio,
+    postgres_over_duckdb_grid_query: gridRatio,
     goals: {
       postgres_over_duckdb_query_max: 3,
       postgres_backfill_samples_per_s_min: 200_000,
       duckdb_store_over_handwritten_max: 1.5,
+      duckdb_grid_store_over_handwritten_max: 1.5,
+      postgres_over_duckdb_grid_query_max: 3,
     },
   }),
 );
