@@ -13,6 +13,7 @@ import {
   percentileDecimals,
   scanWindow,
 } from "../../../src/hub/store/duckdb/duckdb-metrics-sql.js";
+import { DUCKDB_SCHEMA_VERSION } from "../../../src/hub/store/duckdb/duckdb-schema.js";
 import { DUCKDB_STORAGE_VERSION } from "../../../src/hub/store/duckdb/duckdb-settings.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import { openStore } from "../../../src/hub/store/open-store.js";
@@ -174,7 +175,7 @@ describe("DuckDB store", () => {
     );
   });
 
-  it("migrates a version-1 file to version 5, and never lowers a newer version", async () => {
+  it("migrates a version-1 file to the current version, and never lowers a newer version", async () => {
     const path = freshFile();
     const first = await createDuckDbStore({ path });
     await first.migrate();
@@ -191,15 +192,16 @@ describe("DuckDB store", () => {
     // No digest was stored before: the file takes the form led by the minute.
     assert.deepEqual(await rawRows(path, meta), [
       ["message_digest_form", "minute"],
-      ["schema_version", "5"],
+      ["schema_version", String(DUCKDB_SCHEMA_VERSION)],
     ]);
-    await rawRows(path, "UPDATE store_meta SET value = '6' WHERE key = 'schema_version'");
+    const newer = String(DUCKDB_SCHEMA_VERSION + 1);
+    await rawRows(path, `UPDATE store_meta SET value = '${newer}' WHERE key = 'schema_version'`);
     const third = await createDuckDbStore({ path });
     await third.migrate();
     await third.close();
     assert.deepEqual(await rawRows(path, meta), [
       ["message_digest_form", "minute"],
-      ["schema_version", "6"],
+      ["schema_version", newer],
     ]);
   });
 

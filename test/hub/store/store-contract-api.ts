@@ -328,6 +328,35 @@ export function storeContractApi(name: string, open: OpenStore): void {
         );
       }
 
+      it("samples of one cell at one instant are ordered by their text, canonical or not", () =>
+        withStore(open, async (store) => {
+          const at = "2024-05-01T10:00:00Z";
+          const texts = ["9.50", "10", "9", "1e1", "10.0", "0.5"];
+          const ids = await load(store, [
+            { entities: [up(A)], samples: texts.map((text) => sample(A, series("r1"), at, text)) },
+          ]);
+          const page = await store.listSamples({
+            entity: idOf(ids, "a"),
+            cell: cell("r1"),
+            skip: 0,
+            limit: 100,
+          });
+          assert.deepEqual(
+            page.samples.map((s) => s.text),
+            ["0.5", "10", "10.0", "1e1", "9", "9.50"],
+          );
+          const second = await store.listSamples({
+            entity: idOf(ids, "a"),
+            cell: cell("r1"),
+            skip: 1,
+            limit: 2,
+          });
+          assert.deepEqual(
+            second.samples.map((s) => s.text),
+            ["10", "10.0"],
+          );
+        }));
+
       it("gives each sample its time", () =>
         withStore(open, async (store) => {
           const ids = await load(store, [batch]);

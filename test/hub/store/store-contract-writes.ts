@@ -712,6 +712,28 @@ export function writeContract(open: OpenStore, persistent?: () => OpenStore): vo
         assert.deepEqual(await names(b as EntityId), ["", "idle", "util"]);
       }));
 
+    it("texts of numbers read back as sent, whether or not they are the number's canonical text", () =>
+      withStore(open, undefined, async (store) => {
+        // Canonical ones (a store may keep only the number) beside texts of the same numbers that
+        // are not, and numbers past the ranges where a canonical text exists.
+        // biome-ignore format: one row of texts per line
+        const texts = [
+          "7", "7.0", "7.50", "07", "+7", " 7", "-0", "0", "-7", "0.1", "0.10", ".1", "-0.5",
+          "1e21", "1e3", "1E3", "0.000001", "0.0001", "0.00015", "0.00009", "1.5e-5", "1e-7",
+          "123456789012345678", "9007199254740991", "9007199254740992", "-9007199254740991",
+          "1152921504606846976", "0.30000000000000004", "0.1234567890123456789", "4503599627370495.5",
+          "1e300", "-1e300", "5e-324", "123.456", "NaN", "Infinity",
+        ];
+        const data = texts.map(
+          (text, i) =>
+            [A, "r1", new Date(Date.UTC(2024, 4, 1, 10, i)).toISOString(), { util: text }] as const,
+        );
+        await store.ingest({ entities: [], samples: [], rows: cells(...data) });
+        const [a] = (await entityIds(store)).map(asEntityId);
+        const expected = data.map(([, , at, { util }]) => `r1/util@${Date.parse(at)}=${util}`);
+        assert.deepEqual(await storedSamples(store, a as EntityId), expected.sort());
+      }));
+
     it("a cached row gaining columns, and rows in any column order, give one series per cell", () =>
       withStore(open, { seriesCacheEntries: 3 }, async (store) => {
         for (const [i, columns] of [

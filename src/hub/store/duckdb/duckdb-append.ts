@@ -15,6 +15,7 @@ import {
   TIMESTAMPTZ,
   VARCHAR,
 } from "@duckdb/node-api";
+import { isCanonicalNumberText } from "../core/canonical-number.js";
 import type { SampleRows } from "../store.js";
 
 /** DuckDB's vector size: the most rows one DataChunk holds. */
@@ -57,7 +58,8 @@ const SAMPLE_TYPES = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
  * so a transaction can make some while its connection runs a statement (duckdb-transaction.ts). The
  * vectors are filled straight from the cell columns: no array per column or chunk, and one
  * TIMESTAMPTZ value per row (its cells share the time). A value that is not a finite number (NaN:
- * the text is none) is stored as NULL: only those aggregate.
+ * the text is none) is stored as NULL: only those aggregate. A text that is the canonical text of
+ * its number (core/canonical-number.ts) is stored as NULL too, and read back from the value.
  */
 export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<DuckDBDataChunk> {
   let total = 0;
@@ -70,6 +72,9 @@ export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<Duc
   // NULL values are set last in each chunk: the vector keeps no validity mask until the first
   // NULL, and sets each later item's bit with BigInt arithmetic (a twentieth of a write).
   const nulls: number[] = [];
+  // The cells whose text is the canonical text of their number: stored as NULL (read back from the
+  // value, duckdb-schema.ts `sampleTextSql`), also set last.
+  const plain: number[] = [];
   for (const row of cells.rows) {
     const time = timestampTz(row.at);
     for (let c = row.start; c < row.end; c++) {
@@ -78,12 +83,16 @@ export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<Duc
       const value = cellColumns.value(c);
       if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
       else nulls.push(at);
-      chunk.strings.setItem(at, cellColumns.text(c));
+      const text = cellColumns.text(c);
+      if (isCanonicalNumberText(value, text)) plain.push(at);
+      else chunk.strings.setItem(at, text);
       at += 1;
       left -= 1;
       if (at === chunk.size) {
         for (const n of nulls) chunk.numbers.setItem(n, null);
+        for (const n of plain) chunk.strings.setItem(n, null);
         nulls.length = 0;
+        plain.length = 0;
         for (const vector of [chunk.series, chunk.times, chunk.numbers, chunk.strings]) vector.flush();
         yield chunk.chunk;
         if (left === 0) return;

@@ -19,6 +19,7 @@ import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SampleQuery } from "../store.js";
 import { timestampTz, toNumber, whereTimeRange } from "./duckdb-append.js";
 import { ID_LIST } from "./duckdb-lists.js";
+import { sampleTextSql } from "./duckdb-schema.js";
 
 /** A statement with named parameters, ready for `connection.runAndReadAll(sql, values, types)`. */
 export interface Statement {
@@ -92,8 +93,8 @@ export function countSamplesSql(query: SampleQuery): Statement {
 export function pageSamplesSql(query: SampleQuery): Statement {
   const { values, types, where } = sampleWhere(query);
   return {
-    sql: `SELECT epoch_ms(x.ts), x.text FROM samples x JOIN series s ON s.id = x.series_id
-          WHERE ${where} ORDER BY x.ts, s.sampler_type, x.text LIMIT $limit OFFSET $skip`,
+    sql: `SELECT epoch_ms(x.ts), ${sampleTextSql("x")} AS sample_text FROM samples x JOIN series s ON s.id = x.series_id
+          WHERE ${where} ORDER BY x.ts, s.sampler_type, sample_text LIMIT $limit OFFSET $skip`,
     values: { ...values, limit: query.limit, skip: query.skip },
     types: { ...types, limit: BIGINT, skip: BIGINT },
   };

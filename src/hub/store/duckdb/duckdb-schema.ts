@@ -29,11 +29,16 @@
  * version-4 file ({@link MIGRATE_TO_STORED_NAMES}, then the probe details move out of the
  * attributes, duckdb-store.ts); the plug-in of existing dataviews stays unknown (null) until a
  * message carries it.
+ *
+ * Version 6 stores a sample's `text` only where it is not the canonical text of its number
+ * (core/canonical-number.ts), NULL otherwise: the text took half the bytes of a sample on disk,
+ * and every read renders it again from `value` ({@link sampleTextSql}). `migrate()` lets a
+ * version-5 file's column hold NULL ({@link MIGRATE_TO_OPTIONAL_TEXT}); its rows keep their text.
  */
 import { DIGEST_FORM_SETTING, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 5;
+export const DUCKDB_SCHEMA_VERSION = 6;
 
 /** Raised, never lowered: an older release must not mark a newer file as its own version. */
 export const RAISE_SCHEMA_VERSION = `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}')
@@ -93,6 +98,25 @@ export const MIGRATE_TO_STORED_NAMES: readonly string[] = [
    ON CONFLICT DO NOTHING`,
 ];
 
+/**
+ * A version-5 file's `samples.text` was NOT NULL; DuckDB drops the constraint in place, so the
+ * existing rows keep their text (which {@link sampleTextSql} reads first).
+ */
+export const MIGRATE_TO_OPTIONAL_TEXT = "ALTER TABLE samples ALTER COLUMN text DROP NOT NULL";
+
+/**
+ * The text of a sample of `samples` row `x`: the stored text, else the canonical text of the
+ * number (core/canonical-number.ts) rendered again: a safe integer through BIGINT (a DOUBLE is
+ * written with ".0"), any other double as DuckDB writes it, the shortest digits that read back as
+ * it (fixed notation from 1e-4 up). Each branch runs on its own rows only, so the cast to BIGINT
+ * never meets a double out of its range.
+ */
+export const sampleTextSql = (x: string): string =>
+  `CASE WHEN ${x}.text IS NOT NULL THEN ${x}.text
+        WHEN abs(${x}.value) <= ${Number.MAX_SAFE_INTEGER} AND ${x}.value = trunc(${x}.value)
+          THEN CAST(CAST(${x}.value AS BIGINT) AS VARCHAR)
+        ELSE CAST(${x}.value AS VARCHAR) END`;
+
 /** The DDL `migrate()` runs in order; each statement is a no-op when its object exists. */
 export const DUCKDB_SCHEMA: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS store_meta (
@@ -126,7 +150,7 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      series_id INTEGER NOT NULL,
      ts TIMESTAMPTZ NOT NULL,
      value DOUBLE,
-     text VARCHAR NOT NULL
+     text VARCHAR
    )`,
   "CREATE SEQUENCE IF NOT EXISTS event_id_seq START 1",
   // One row per severity, snooze or userassignment message. `id` orders events of one instant by

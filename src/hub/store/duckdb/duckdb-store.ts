@@ -88,6 +88,7 @@ import {
   HAS_MESSAGE_HASHES,
   HAS_STORE_META,
   MIGRATE_MESSAGE_HASHES,
+  MIGRATE_TO_OPTIONAL_TEXT,
   MIGRATE_TO_STORED_NAMES,
   RAISE_SCHEMA_VERSION,
   READ_DIGEST_FORM,
@@ -318,6 +319,9 @@ class DuckDbStore implements Store {
     const before = await this.storedVersion();
     // A file before version 5 is raised only once its data has moved (migrateToStoredNames).
     const older = before !== undefined && before < 5;
+    // Before version 6 every sample held its text; the column takes NULL before a write stores one
+    // (idempotent, so a start that stopped before raising the version runs it again).
+    if (before !== undefined && before < 6) await this.writer.run(MIGRATE_TO_OPTIONAL_TEXT);
     for (const statement of DUCKDB_SCHEMA) {
       if (!(older && statement === RAISE_SCHEMA_VERSION)) await this.writer.run(statement);
     }
