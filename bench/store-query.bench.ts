@@ -36,7 +36,10 @@ import {
   INTEGER,
   TIMESTAMPTZ,
 } from "@duckdb/node-api";
+import { pino } from "pino";
 import postgres from "postgres";
+import { parseSetup } from "../src/config/load-setup.js";
+import { buildHub } from "../src/hub/app.js";
 import { duckDbMachineSettings } from "../src/hub/store/duckdb/duckdb-settings.js";
 import { createDuckDbStore } from "../src/hub/store/duckdb/duckdb-store.js";
 import { noDelaySocket, type PgSocketTarget } from "../src/hub/store/postgres/postgres-socket.js";
@@ -53,6 +56,8 @@ import { median } from "./load.js";
 import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
 import { benchRounds, SMOKE } from "./settings.js";
 
+/** The hub the full-aggregation case asks through HTTP: security off, as the other benches' hubs. */
+const HUB_SETUP = parseSetup("gateway: { name: GW }\nhub: { port: 0, security: { enabled: false } }\n");
 const SERIES = 200;
 const ENTITIES = 10; // 20 rows each
 const SPACING_MS = 10_000; // 10 s
@@ -312,7 +317,40 @@ async function handGridDuckDb(c: DuckDBConnection): Promise<number> {
   ).getRowsJS().length;
 }
 
-/** The full-aggregation case on DuckDB: the store's query against hand-written SQL (A B A B). */
+/** The full-aggregation case as a client sends it to `POST /v0/metrics/query`. */
+const GRID_QUERY_BODY = JSON.stringify({
+  zoneId: "Europe/London",
+  filter: {
+    entities: "",
+    range: { from: new Date(T0).toISOString(), to: new Date(T0 + DAY_MS).toISOString() },
+  },
+  metrics: Array.from({ length: GRID.columns }, (_, k) => ({
+    identifier: `c${k}`,
+    include: [`app/orders/{rowname}/c${k}`],
+  })),
+  aggregations: AGGREGATIONS.map((a) => a.label),
+  bucketing: { duration: "PT5M" },
+  grouping: ["rowname"],
+});
+
+/** Milliseconds of one full-aggregation query through the hub at `url`, answer read whole. */
+async function httpGridQuery(url: string): Promise<number> {
+  const response = await fetch(`${url}/v0/metrics/query`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: GRID_QUERY_BODY,
+  });
+  const text = await response.text();
+  if (response.status !== 200)
+    throw new Error(`the grid query answered ${response.status}: ${text.slice(0, 300)}`);
+  return text.length;
+}
+
+/**
+ * The full-aggregation case on DuckDB: the store's query against hand-written SQL (A B A B), then
+ * the same query through a hub's `POST /v0/metrics/query` (security off) against hand-written SQL,
+ * which adds the request's parsing and the JSON answer.
+ */
 async function duckdbGrid(): Promise<Record<string, unknown>> {
   const store = await createDuckDbStore({ path: ":memory:" });
   await store.migrate();
@@ -323,9 +361,24 @@ async function duckdbGrid(): Promise<Record<string, unknown>> {
     () => store.queryMetrics(p),
     () => handGridDuckDb(raw.c),
   );
-  raw.close();
-  await store.close();
+  const dataDir = mkdtempSync(join(tmpdir(), "vigil-bench-grid-"));
+  const hub = await buildHub({ setup: HUB_SETUP, store, logger: pino({ level: "silent" }), dataDir });
+  let http: { storeMs: number; handMs: number; result: number };
+  try {
+    const url = await hub.start(0, "127.0.0.1");
+    http = await abQueries(
+      () => httpGridQuery(url),
+      () => handGridDuckDb(raw.c),
+    );
+  } finally {
+    await hub.stop(); // closes the store too
+    raw.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
   return {
+    duckdb_grid_http_query_ms: Math.round(http.storeMs),
+    duckdb_grid_http_answer_bytes: http.result,
+    duckdb_grid_http_over_handwritten: Number((http.storeMs / Math.max(1, http.handMs)).toFixed(2)),
     duckdb_grid_store_query_ms: Math.round(q.storeMs),
     duckdb_grid_handwritten_query_ms: Math.round(q.handMs),
     duckdb_grid_store_over_handwritten: Number((q.storeMs / Math.max(1, q.handMs)).toFixed(2)),
