@@ -40,7 +40,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -48,6 +48,7 @@ import { createInterface } from "node:readline";
 import { NATS_URL, NatsAdmin, natsReachable } from "../test/helpers/nats.js";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { type LoadRequest, loadInChild, percentiles, send } from "./load.js";
+import { PeakMemory } from "./process-memory.js";
 import { benchSeconds } from "./settings.js";
 
 const SECONDS = benchSeconds(20); // of load
@@ -122,8 +123,7 @@ class Service {
   /** Distinct messages of its warning and error lines, with their counts (at most MAX_DISTINCT). */
   readonly problems = new Map<string, number>();
   stderrTail = "";
-  peakRssKiB = 0;
-  hwmKiB = 0;
+  private readonly memory = new PeakMemory(() => this.child.pid);
   private exitedFlag = false;
   private readonly changed = new Set<() => void>();
   private readonly rssTimer: NodeJS.Timeout;
@@ -194,22 +194,13 @@ class Service {
 
   /** Reads VmRSS and VmHWM (KiB) from /proc; keeps the peaks. */
   sampleMemory(): void {
-    if (this.exitedFlag || this.child.pid === undefined) return;
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${this.child.pid}/status`, "utf8");
-    } catch {
-      return;
-    }
-    const field = (name: string): number =>
-      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-    this.peakRssKiB = Math.max(this.peakRssKiB, field("VmRSS"));
-    this.hwmKiB = Math.max(this.hwmKiB, field("VmHWM"));
+    if (this.exitedFlag) return;
+    this.memory.sample();
   }
 
   /** Peak resident memory in MiB: the larger of the kernel's high-water mark and the polled peak. */
   peakMiB(): number {
-    return round1(Math.max(this.peakRssKiB, this.hwmKiB) / 1024);
+    return this.memory.peakMiB();
   }
 
   /** The URL the process logged for `service` (and `probe`), within START_TIMEOUT_MS. */

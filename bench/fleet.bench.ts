@@ -30,13 +30,14 @@
  * `VIGIL_BENCH_CPU_PROF=DIR` runs the hub with `node --cpu-prof`.
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { assertLoopback, median, percentiles, send } from "./load.js";
+import { PeakMemory } from "./process-memory.js";
 import { SMOKE } from "./settings.js";
 
 function scaleOf(): number {
@@ -182,8 +183,7 @@ class HubProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   url: string | undefined;
-  peakRssKiB = 0;
-  hwmKiB = 0;
+  private readonly memory = new PeakMemory(() => this.child.pid);
   private stderrTail = "";
   private readonly recent: string[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -228,20 +228,11 @@ class HubProcess {
   }
 
   sample(): void {
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${this.child.pid}/status`, "utf8");
-    } catch {
-      return;
-    }
-    const field = (name: string): number =>
-      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-    this.peakRssKiB = Math.max(this.peakRssKiB, field("VmRSS"));
-    this.hwmKiB = Math.max(this.hwmKiB, field("VmHWM"));
+    this.memory.sample();
   }
 
   peakMiB(): number {
-    return round1(Math.max(this.peakRssKiB, this.hwmKiB) / 1024);
+    return this.memory.peakMiB();
   }
 
   async listening(): Promise<string> {

@@ -73,6 +73,7 @@ import {
   vmRangeParams,
 } from "./peers-data.js";
 import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
+import { PeakMemory } from "./process-memory.js";
 import { benchRounds, SMOKE } from "./settings.js";
 
 const MESSAGES_PER_POST = 10_000; // as bench/backfill.bench.ts
@@ -173,8 +174,7 @@ class Server {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
   private logTail = "";
-  private peakRssKiB = 0;
-  private hwmKiB = 0;
+  private readonly memory = new PeakMemory(() => this.pid);
   private readonly timer: NodeJS.Timeout;
   private readonly lineWaiters = new Set<(line: string) => void>();
 
@@ -237,21 +237,12 @@ class Server {
   }
 
   sampleMemory(): void {
-    let status: string;
-    try {
-      status = readFileSync(`/proc/${this.pid}/status`, "utf8");
-    } catch {
-      return;
-    }
-    const field = (name: string): number =>
-      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-    this.peakRssKiB = Math.max(this.peakRssKiB, field("VmRSS"));
-    this.hwmKiB = Math.max(this.hwmKiB, field("VmHWM"));
+    this.memory.sample();
   }
 
   peakRssMiB(): number {
     this.sampleMemory();
-    return round1(Math.max(this.peakRssKiB, this.hwmKiB) / 1024);
+    return this.memory.peakMiB();
   }
 
   report(): string {
@@ -369,6 +360,32 @@ interface Figures {
   readonly queryMs: number;
   readonly bytesPerSample: number;
   readonly peakRssMiB: number;
+}
+
+/** What one round measured, in the units it was measured in. */
+interface Measured {
+  /** `performance.now()` when the first body was sent, and when the last one was answered. */
+  readonly started: number;
+  readonly sent: number;
+  /** From the first body sent until the count query answered every sample. */
+  readonly seconds: number;
+  readonly cpu: number;
+  readonly queryMs: number;
+  readonly bytes: number;
+  readonly peakRssMiB: number;
+}
+
+/** A round's figures from what it measured. */
+function figuresOf(data: Data, m: Measured): Figures {
+  return {
+    samplesPerS: data.samples / m.seconds,
+    sendSeconds: (m.sent - m.started) / 1000,
+    waitSeconds: m.seconds - (m.sent - m.started) / 1000,
+    cpuSeconds: m.cpu,
+    queryMs: m.queryMs,
+    bytesPerSample: m.bytes / data.samples,
+    peakRssMiB: m.peakRssMiB,
+  };
 }
 
 interface Data {
@@ -512,15 +529,7 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
       bytes = diskBytes(dataDir, (name) => name.startsWith("vigil.duckdb"));
     }
     return {
-      figures: {
-        samplesPerS: data.samples / seconds,
-        sendSeconds: (sent - started) / 1000,
-        waitSeconds: seconds - (sent - started) / 1000,
-        cpuSeconds: cpu,
-        queryMs: q.ms,
-        bytesPerSample: bytes / data.samples,
-        peakRssMiB,
-      },
+      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, peakRssMiB }),
       answer: q.answer,
     };
   } catch (error) {
@@ -604,15 +613,7 @@ async function vmRound(
     await vm.stop();
     const bytes = diskBytes(dir);
     return {
-      figures: {
-        samplesPerS: data.samples / seconds,
-        sendSeconds: (sent - started) / 1000,
-        waitSeconds: seconds - (sent - started) / 1000,
-        cpuSeconds: cpu,
-        queryMs: q.ms,
-        bytesPerSample: bytes / data.samples,
-        peakRssMiB,
-      },
+      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, peakRssMiB }),
       answer: q.answer,
       version,
     };
