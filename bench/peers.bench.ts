@@ -47,11 +47,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 import postgres from "postgres";
+import { freePort } from "../test/helpers/free-port.js";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { median } from "./load.js";
 import {
@@ -257,22 +257,6 @@ class Server {
     await this.exited;
     clearTimeout(timer);
   }
-}
-
-/** A port free on 127.0.0.1 right now (VictoriaMetrics takes no port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address !== null
-          ? resolve(address.port)
-          : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 /**

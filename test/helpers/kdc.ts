@@ -10,9 +10,10 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 const TOOLS = {
   krb5kdc: "/usr/sbin/krb5kdc",
@@ -32,19 +33,6 @@ export function kdcMissing(): string | undefined {
     }
   }
   return undefined;
-}
-
-/** A TCP port free on 127.0.0.1 now (bound then released); the KDC serves UDP and TCP on it. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once something accepts TCP connections on 127.0.0.1:port; gives up after `tries`. */

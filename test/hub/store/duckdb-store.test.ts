@@ -19,6 +19,7 @@ import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js
 import { openStore } from "../../../src/hub/store/open-store.js";
 import type { IngestBatch } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { rawRows } from "../../helpers/duckdb-file.js";
 import { storeContract } from "./store-contract.js";
 
 const dir = await mkdtemp(join(tmpdir(), "vigil-duckdb-"));
@@ -406,18 +407,6 @@ describe("DuckDB store", () => {
     instance.closeSync();
   });
 });
-
-/** Runs `sql` on the file at `path` through its own DuckDB instance (the store must be closed). */
-async function rawRows(path: string, sql: string): Promise<unknown[][]> {
-  const instance = await DuckDBInstance.create(path);
-  const c = await instance.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowsJS();
-  } finally {
-    c.closeSync();
-    instance.closeSync();
-  }
-}
 
 describe("parseZone", () => {
   const cases: [string, string, ReturnType<typeof parseZone>][] = [

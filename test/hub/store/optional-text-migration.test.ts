@@ -8,11 +8,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DuckDBInstance } from "@duckdb/node-api";
 import { DUCKDB_SCHEMA_VERSION } from "../../../src/hub/store/duckdb/duckdb-schema.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import type { SampleInput } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { rawRows } from "../../helpers/duckdb-file.js";
 
 /** Version 5's `samples`, as that release created it (the other tables are unchanged since). */
 const SAMPLES_V5 =
@@ -31,17 +31,6 @@ const sample = (minute: number, text: string): SampleInput => {
     value: Number.isFinite(value) && text.trim() !== "" ? value : null,
   };
 };
-
-async function rawRows(path: string, sql: string): Promise<unknown[][]> {
-  const instance = await DuckDBInstance.create(path);
-  const c = await instance.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowsJS();
-  } finally {
-    c.closeSync();
-    instance.closeSync();
-  }
-}
 
 describe("migration of a DuckDB version-5 file", () => {
   const dir = mkdtemp(join(tmpdir(), "vigil-migrate-text-"));
