@@ -37,11 +37,12 @@ export class PgTestDatabase {
     readonly sql: postgres.Sql,
   ) {}
 
-  static async create(label = "store"): Promise<PgTestDatabase> {
+  /** `options`: more of `CREATE DATABASE` (a test's own, e.g. a locale), written as SQL. */
+  static async create(label = "store", options = ""): Promise<PgTestDatabase> {
     const name = `vigil_test_${label}_${randomBytes(6).toString("hex")}`;
     const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => undefined });
     try {
-      await admin.unsafe(`CREATE DATABASE ${name}`);
+      await admin.unsafe(`CREATE DATABASE ${name} ${options}`);
     } finally {
       await admin.end();
     }

@@ -44,9 +44,11 @@ export async function listSamples(sql: Sql, query: SampleQuery): Promise<SampleP
     AND x.ts_ms < ${query.to ?? Number.MAX_SAFE_INTEGER}::bigint`;
   const [total] = await sql<{ n: string }[]>`
     SELECT count(*) AS n FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}`;
+  // Texts of one instant are ordered by code point (COLLATE "C", as DuckDB orders them), not by
+  // the database's locale: both stores answer a page alike whatever locale the database has.
   const rows = await sql<{ ts_ms: string; text: string }[]>`
     SELECT x.ts_ms, x.text FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}
-    ORDER BY x.ts_ms, s.sampler_type, x.text LIMIT ${query.limit} OFFSET ${query.skip}`;
+    ORDER BY x.ts_ms, s.sampler_type, x.text COLLATE "C" LIMIT ${query.limit} OFFSET ${query.skip}`;
   return {
     totalCount: Number(total?.n ?? 0),
     samples: rows.map((r) => ({ at: asEpochMs(Number(r.ts_ms)), text: r.text })),
