@@ -19,6 +19,9 @@ import { tempDir, VIGIL_BIN, VigilProcess } from "../helpers/vigil-process.js";
 
 const ROOT = resolve(VIGIL_BIN, "..", "..", "..");
 const dir = tempDir("krb-binding");
+// Registered first, so the folder goes even when building the install below fails (no dist/ yet)
+// or the suite is skipped.
+after(() => dir.remove());
 
 /** A copy of the install without the `kerberos` package; returns the path of its CLI. */
 function installWithoutKerberos(): string {
@@ -57,7 +60,6 @@ describe("a setup that enables Kerberos on an install without the kerberos bindi
   timeout: 60_000,
 }, () => {
   writeFileSync(join(dir.path, "setup.yaml"), SETUP);
-  after(() => dir.remove());
 
   test("vigil hub does not start: exit code 1 and the fix on stderr", async () => {
     const hub = new VigilProcess(
