@@ -7,7 +7,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type JetStreamManager, jetstream, jetstreamManager, type StoredMsg } from "@nats-io/jetstream";
@@ -16,6 +15,7 @@ import { type Logger, pino } from "pino";
 import { type Envelope, MessageIdSource } from "../../src/bus/envelope.js";
 import type { MessageOf, PublicV2Message } from "../../src/messages/types.js";
 import { TOPIC_OF } from "../../src/messages/types.js";
+import { freePort } from "./free-port.js";
 
 export const NATS_URL = "nats://127.0.0.1:4222";
 /** The reason a NATS test file skips. */
@@ -46,17 +46,7 @@ export function uniqueNames(label: string): { stream: string; subjectPrefix: str
 }
 
 /** A TCP port nothing listens on (bound then released), for "NATS is down" cases. */
-export function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export const closedPort = freePort;
 
 /**
  * Polls `check` every 20 ms until it returns a value other than undefined/false, and fails with

@@ -159,7 +159,9 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     const cells = sampleRowsOf(batch);
     checkRows(cells);
     for (const event of events) checkEvent(event);
+    // U+0000 (postgres-checks.ts): `checkBatchText` covers the single samples, this the row form.
     checkBatchText(batch);
+    if (batch.rows !== undefined) eachRowText(batch.rows, checkNoNul);
 
     await this.ensurePartitions(cells);
 
@@ -612,10 +614,9 @@ function assignIds(slots: readonly SeriesSlot[], rows: readonly SeriesRow[]): vo
 
 /**
  * Checks what the cells hold before anything is written: times, and the names and texts of each row
- * and cell, as Unicode (data-checks.ts) and for U+0000 (postgres-checks.ts).
+ * and cell as Unicode (data-checks.ts).
  */
 function checkRows(rows: SampleRows): void {
   for (const r of rows.rows) checkTime("sample time", r.at);
   eachRowText(rows, checkText);
-  eachRowText(rows, checkNoNul);
 }
