@@ -1,8 +1,8 @@
 /**
  * The canonical text of a sample's number: the text a store can leave out and render again from
  * the stored double, byte for byte. A sample's text is canonical when it is exactly `String(value)`
- * and that is a plain decimal every store's rendering reproduces (duckdb-schema.ts
- * `sampleTextSql`):
+ * and that is a plain decimal the DuckDB store's rendering reproduces (duckdb-schema.ts
+ * `sampleTextSql`; the PostgreSQL store keeps every text):
  * - an integer of at most 2^53 − 1 in magnitude, written as its digits (`String` writes an
  *   exponent only from 1e21; beyond 2^53 it pads the shortest digits with zeros, which is not the
  *   integer the double holds);
