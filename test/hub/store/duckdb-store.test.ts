@@ -243,6 +243,68 @@ describe("DuckDB store", () => {
     );
   });
 
+  it("rebuilds a version-6 file's indexed digests without the key: stored messages stay duplicates", async () => {
+    const path = freshFile();
+    const first = await createDuckDbStore({ path });
+    await first.migrate();
+    await first.close();
+    // A version-6 file: digests under a primary key, in no order.
+    const at = Date.UTC(2025, 0, 1);
+    const keys = ["c", "a", "b"].map((x) => ({ kind: "hash" as const, hash: x.repeat(64), at }));
+    await rawRows(
+      path,
+      `DROP TABLE message_digests; CREATE TABLE message_digests (digest HUGEINT PRIMARY KEY);
+       UPDATE store_meta SET value = '6' WHERE key = 'schema_version';
+       INSERT INTO message_digests VALUES ${keys.map((k) => `(${digestOf(k, "minute")})`).join(", ")}`,
+    );
+    const second = await createDuckDbStore({ path });
+    await second.migrate();
+    assert.deepEqual(
+      await second.transaction((tx) => tx.claim([...keys, { kind: "hash", hash: "d".repeat(64), at }])),
+      [false, false, false, true],
+    );
+    await second.close();
+    const constraints = `SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'message_digests'
+      AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')`;
+    assert.deepEqual(await rawRows(path, constraints), [[0n]]);
+    const stored = [...keys, { hash: "d".repeat(64), at }].map((k) => digestOf(k, "minute"));
+    assert.deepEqual(
+      (await rawRows(path, "SELECT digest FROM message_digests")).map(([d]) => d),
+      // In order: the rebuilt table first, then the new digest as it was appended.
+      [...stored.slice(0, 3).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), stored[3]],
+    );
+    assert.deepEqual(await rawRows(path, "SELECT value FROM store_meta WHERE key = 'schema_version'"), [
+      ["7"],
+    ]);
+  });
+
+  it("claims digests once across transactions without an index, whichever claim finds them", async () => {
+    const path = freshFile();
+    const store = await createDuckDbStore({ path });
+    await store.migrate();
+    const at = Date.UTC(2025, 0, 1);
+    const key = (x: string, minute = 0) => ({
+      kind: "hash" as const,
+      hash: x.repeat(64),
+      at: at + minute * 60_000,
+    });
+    // Optimistic (all new), then a conflict (rolled back and run again carefully), then careful
+    // until a transaction is all new again.
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key("a"), key("b", 5), key("a")])), [
+      true,
+      true,
+      false,
+    ]);
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key("c", 2), key("b", 5)])), [true, false]);
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key("c", 2), key("d", 9)])), [false, true]);
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key("e", 1)])), [true]);
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key("e", 1), key("a")])), [false, false]);
+    await store.close();
+    assert.deepEqual(await rawRows(path, "SELECT count(*), count(DISTINCT digest) FROM message_digests"), [
+      [5n, 5n],
+    ]);
+  });
+
   it("refuses to open a file whose digests are of a form this release does not know", async () => {
     const path = freshFile();
     const first = await createDuckDbStore({ path });

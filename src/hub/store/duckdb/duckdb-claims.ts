@@ -2,8 +2,14 @@
  * Message-id de-duplication for the DuckDB store (DESIGN 1: the hub stores a message id once),
  * inside the caller's open transaction. Seq keys become runs per origin in `message_ranges`
  * (planned by `planSeqClaim`), in at most four statements per claim whatever the number of origins:
- * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost one
- * statement: an insert that skips the known digests and returns the new ones.
+ * read the runs that touch the claimed seqs, then delete, widen and insert runs. Hash keys cost two
+ * statements: a look-up of the claimed digests among the stored ones, then an insert of the others.
+ *
+ * `message_digests` has no index (duckdb-schema.ts): its digests lead with their message's minute
+ * (message-digest.ts) and are appended in the order they come, so the look-up reads only the row
+ * groups whose zone maps overlap the claim's lowest to highest digest. The store runs one write
+ * transaction at a time in a file no other process opens, so nothing can insert a digest between a
+ * claim's look-up and its insert.
  */
 import { type DuckDBConnection, listValue, VARCHAR } from "@duckdb/node-api";
 import {
@@ -40,13 +46,13 @@ export function digestOf(
 }
 
 /**
- * Thrown by an optimistic claim of hash keys that met a digest already stored. DuckDB has no
- * savepoints, so the failed insert aborted the whole transaction: the store runs it again with the
- * careful claim (duckdb-store.ts).
+ * Thrown by an optimistic claim of hash keys that met a digest already stored. The transaction may
+ * have gone on past the claim (the optimistic claim answers before the database does), so the
+ * store rolls it back and runs it again with the careful claim (duckdb-store.ts).
  */
 export class DigestConflict extends Error {
-  constructor(cause: unknown) {
-    super("a claimed message digest is stored already", { cause });
+  constructor(detail: string) {
+    super(`a claimed message digest is stored already: ${detail}`);
     this.name = "DigestConflict";
   }
 }
@@ -55,8 +61,8 @@ export class DigestConflict extends Error {
  * Claims `keys` on `connection` (which must be inside a transaction) in a store whose digests are of
  * `form`: for each key, true when it was not stored before and not earlier in `keys`
  * (core/message-claims.ts). Throws StoreDataError for a malformed key before touching the database.
- * `optimistic`: hash keys are inserted as if none were stored (a plain insert, half the cost of the
- * careful one that returns what it inserted), and a DigestConflict is thrown when one was.
+ * `optimistic`: hash keys are taken as if none were stored (known without the database, so the
+ * caller goes on while the look-up and insert run), and a DigestConflict is thrown when one was.
  */
 export function claimMessageKeys(
   connection: DuckDBConnection,
@@ -182,29 +188,49 @@ export function planOptimisticClaim(
 
 async function insertNewDigests(connection: DuckDBConnection, digests: ReadonlySet<bigint>): Promise<void> {
   if (digests.size === 0) return;
-  try {
-    await connection.run(`INSERT INTO message_digests SELECT ${DIGESTS_FROM_TEXT}`, digestText(digests), {
-      digests: VARCHAR,
-    });
-  } catch (error) {
-    if (error instanceof Error && /^Constraint Error: Duplicate key/.test(error.message)) {
-      throw new DigestConflict(error);
-    }
-    throw error;
-  }
+  const stored = await storedDigests(connection, digests);
+  if (stored.size > 0)
+    throw new DigestConflict(`${stored.size} of ${digests.size} claimed digests are stored`);
+  await insertDigests(connection, digests);
 }
 
-/** The careful claim's insert: the primary key skips stored digests, RETURNING names the rows inserted. */
+/** The careful claim: the digests not stored are inserted, and named as the new ones. */
 function digestStatements(connection: DuckDBConnection, form: DigestForm): DigestStatements<bigint> {
   return {
     digest: (hash) => digestOf(hash, form),
     async insertNew(digests) {
-      const inserted = await connection.runAndReadAll(
-        `INSERT INTO message_digests SELECT ${DIGESTS_FROM_TEXT} ON CONFLICT DO NOTHING RETURNING digest`,
-        digestText(digests),
-        { digests: VARCHAR },
-      );
-      return (inserted.getColumnsJS()[0] ?? []) as bigint[];
+      if (digests.length === 0) return [];
+      const stored = await storedDigests(connection, digests);
+      const added = stored.size === 0 ? digests : digests.filter((d) => !stored.has(d));
+      await insertDigests(connection, added);
+      return added;
     },
   };
+}
+
+/**
+ * Which of `digests` (at least one) `message_digests` holds. The range is written into the
+ * statement as literals (integers the hub computed), so DuckDB prunes row groups by their zone maps
+ * before the semi-join reads them.
+ */
+async function storedDigests(connection: DuckDBConnection, digests: Iterable<bigint>): Promise<Set<bigint>> {
+  let lo: bigint | undefined;
+  let hi: bigint | undefined;
+  for (const d of digests) {
+    if (lo === undefined || d < lo) lo = d;
+    if (hi === undefined || d > hi) hi = d;
+  }
+  const found = await connection.runAndReadAll(
+    `SELECT digest FROM message_digests
+     WHERE digest BETWEEN ${lo}::HUGEINT AND ${hi}::HUGEINT AND digest IN (SELECT ${DIGESTS_FROM_TEXT})`,
+    digestText(digests),
+    { digests: VARCHAR },
+  );
+  return new Set((found.getColumnsJS()[0] ?? []) as bigint[]);
+}
+
+async function insertDigests(connection: DuckDBConnection, digests: Iterable<bigint>): Promise<void> {
+  const text = digestText(digests);
+  if (text.digests === "") return;
+  await connection.run(`INSERT INTO message_digests SELECT ${DIGESTS_FROM_TEXT}`, text, { digests: VARCHAR });
 }

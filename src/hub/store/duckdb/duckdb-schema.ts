@@ -34,11 +34,16 @@
  * (core/canonical-number.ts), NULL otherwise: the text took half the bytes of a sample on disk,
  * and every read renders it again from `value` ({@link sampleTextSql}). `migrate()` lets a
  * version-5 file's column hold NULL ({@link MIGRATE_TO_OPTIONAL_TEXT}); its rows keep their text.
+ *
+ * Version 7 drops the primary key of `message_digests`: its index took 64 bytes a digest on disk
+ * (four times the digests' own column) and stayed in memory, while a claim's look-up of minute-led
+ * digests reads only the row groups of their minutes (duckdb-claims.ts). `migrate()` rebuilds an
+ * indexed table once, its digests in order ({@link UNINDEX_MESSAGE_DIGESTS}).
  */
 import { DIGEST_FORM_SETTING, NEW_STORE_DIGEST_FORM } from "../message-digest.js";
 
 /** Bumped when a later release changes the tables; stored in `store_meta`. */
-export const DUCKDB_SCHEMA_VERSION = 6;
+export const DUCKDB_SCHEMA_VERSION = 7;
 
 /** Raised, never lowered: an older release must not mark a newer file as its own version. */
 export const RAISE_SCHEMA_VERSION = `INSERT INTO store_meta VALUES ('schema_version', '${DUCKDB_SCHEMA_VERSION}')
@@ -182,9 +187,10 @@ export const DUCKDB_SCHEMA: readonly string[] = [
      first_seq BIGINT NOT NULL,
      last_seq BIGINT NOT NULL
    )`,
-  // The first 128 bits of the SHA-256 of messages that carry no id (backfilled files), as a signed
-  // integer (duckdb-claims.ts `digestOf`); never updated, so indexed.
-  "CREATE TABLE IF NOT EXISTS message_digests (digest HUGEINT PRIMARY KEY)",
+  // The digests of messages that carry no id (backfilled files; message-digest.ts), as signed
+  // integers (duckdb-claims.ts `digestOf`). No index: a claim looks its digests up by range
+  // (duckdb-claims.ts), and the store alone writes them, one transaction at a time.
+  "CREATE TABLE IF NOT EXISTS message_digests (digest HUGEINT NOT NULL)",
   ...STORED_NAMES_SCHEMA,
 ];
 
@@ -217,6 +223,21 @@ export const MIGRATE_MESSAGE_HASHES: readonly string[] = [
        * 18446744073709551616::HUGEINT + lo::HUGEINT
    FROM (SELECT ('0x' || substr(hash, 1, 16))::UBIGINT AS hi, ('0x' || substr(hash, 17, 16))::UBIGINT AS lo
          FROM message_hashes)
-   ON CONFLICT DO NOTHING`,
+   WHERE NOT EXISTS (SELECT 1 FROM message_digests)`,
   "DROP TABLE message_hashes",
+];
+
+/** Whether `message_digests` still has the primary key of versions 3 to 6. */
+export const HAS_INDEXED_DIGESTS = `SELECT count(*) AS n FROM duckdb_constraints()
+  WHERE schema_name = 'main' AND table_name = 'message_digests' AND constraint_type = 'PRIMARY KEY'`;
+
+/**
+ * Version 7 (see the module comment): the digests move, in order, into a table without the key, in
+ * one transaction with dropping the indexed one.
+ */
+export const UNINDEX_MESSAGE_DIGESTS: readonly string[] = [
+  "CREATE TABLE message_digests_unindexed (digest HUGEINT NOT NULL)",
+  "INSERT INTO message_digests_unindexed SELECT digest FROM message_digests ORDER BY digest",
+  "DROP TABLE message_digests",
+  "ALTER TABLE message_digests_unindexed RENAME TO message_digests",
 ];

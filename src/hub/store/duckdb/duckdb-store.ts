@@ -85,6 +85,7 @@ import {
 import {
   DUCKDB_SCHEMA,
   FALLBACK_PROBE_MS,
+  HAS_INDEXED_DIGESTS,
   HAS_MESSAGE_HASHES,
   HAS_STORE_META,
   MIGRATE_MESSAGE_HASHES,
@@ -94,6 +95,7 @@ import {
   READ_DIGEST_FORM,
   READ_SCHEMA_VERSION,
   RECORD_DIGEST_FORM,
+  UNINDEX_MESSAGE_DIGESTS,
 } from "./duckdb-schema.js";
 import { DUCKDB_STORAGE_VERSION, duckDbMachineSettings, olderFormat } from "./duckdb-settings.js";
 import {
@@ -326,6 +328,7 @@ class DuckDbStore implements Store {
       if (!(older && statement === RAISE_SCHEMA_VERSION)) await this.writer.run(statement);
     }
     await this.migrateMessageHashes();
+    await this.unindexMessageDigests();
     if (older) await this.migrateToStoredNames();
     await this.writer.run(RECORD_DIGEST_FORM);
     await this.loadCaches();
@@ -468,12 +471,22 @@ class DuckDbStore implements Store {
   }
 
   /** Schema version 3 (duckdb-schema.ts): a version-2 file's hashes move to `message_digests`. */
-  private async migrateMessageHashes(): Promise<void> {
-    const found = await this.writer.runAndReadAll(HAS_MESSAGE_HASHES);
+  private migrateMessageHashes(): Promise<void> {
+    return this.migrateWhen(HAS_MESSAGE_HASHES, MIGRATE_MESSAGE_HASHES);
+  }
+
+  /** Schema version 7 (duckdb-schema.ts): an indexed `message_digests` is rebuilt without the key. */
+  private unindexMessageDigests(): Promise<void> {
+    return this.migrateWhen(HAS_INDEXED_DIGESTS, UNINDEX_MESSAGE_DIGESTS);
+  }
+
+  /** Runs `statements` in one transaction when `probe` (a count named `n`) finds something. */
+  private async migrateWhen(probe: string, statements: readonly string[]): Promise<void> {
+    const found = await this.writer.runAndReadAll(probe);
     if (Number(found.getRowObjectsJS()[0]?.n ?? 0) === 0) return;
     await this.writer.run("BEGIN TRANSACTION");
     try {
-      for (const statement of MIGRATE_MESSAGE_HASHES) await this.writer.run(statement);
+      for (const statement of statements) await this.writer.run(statement);
       await this.writer.run("COMMIT");
     } catch (error) {
       await this.writer.run("ROLLBACK").catch(() => undefined);
