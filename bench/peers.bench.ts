@@ -9,7 +9,7 @@
  * a loopback port, and is the only one running while it is measured:
  *  - vigil: `vigil hub` (dist/cli/main.js, security on, one application key with the read and write
  *    roles, a bearer token), the embedded store; and, when 127.0.0.1:5432 answers, the same hub on
- *    a throwaway PostgreSQL database;
+ *    a throwaway PostgreSQL database (VIGIL_BENCH_PEERS_PG=0 leaves it out);
  *  - VictoriaMetrics: `victoria-metrics -storageDataPath TEMP -httpListenAddr 127.0.0.1:PORT`, its
  *    caches of query results off.
  * A round runs vigil (embedded), VictoriaMetrics, vigil (PostgreSQL) in turn; VIGIL_BENCH_PEERS_ROUNDS
@@ -28,7 +28,8 @@
  *    close), or the PostgreSQL database's growth after a CHECKPOINT (WAL aside); VictoriaMetrics'
  *    whole storage dir after a force_flush, once its size has held still for 5 s (its parts reach
  *    the disk and merge for a while after a flush) and it stopped; apparent sizes, as `du -b`;
- *  - peak RSS of the server process (VmHWM, and VmRSS polled).
+ *  - peak RSS of the server process (VmHWM, and VmRSS polled): up to the moment every sample is
+ *    queryable, and over the whole round (the query too).
  * Every round cross-checks the answers of the PT5M query: the same series and buckets, counts
  * equal, averages within 1e-9 relative; the bench fails (exit 1) when they differ. VictoriaMetrics
  * interpolates its quantile where vigil takes the nearest rank, so p95s are reported, not checked.
@@ -343,6 +344,8 @@ interface Figures {
   readonly cpuSeconds: number;
   readonly queryMs: number;
   readonly bytesPerSample: number;
+  /** Up to the moment every sample was queryable, then over the whole round (the query too). */
+  readonly loadPeakRssMiB: number;
   readonly peakRssMiB: number;
 }
 
@@ -356,6 +359,7 @@ interface Measured {
   readonly cpu: number;
   readonly queryMs: number;
   readonly bytes: number;
+  readonly loadPeakRssMiB: number;
   readonly peakRssMiB: number;
 }
 
@@ -368,6 +372,7 @@ function figuresOf(data: Data, m: Measured): Figures {
     cpuSeconds: m.cpu,
     queryMs: m.queryMs,
     bytesPerSample: m.bytes / data.samples,
+    loadPeakRssMiB: m.loadPeakRssMiB,
     peakRssMiB: m.peakRssMiB,
   };
 }
@@ -495,6 +500,7 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     const sent = performance.now();
     await untilCount("vigil", data.samples, count);
     const seconds = (performance.now() - started) / 1000;
+    const loadPeakRssMiB = hub.peakRssMiB();
     let cpu = hub.cpuSeconds() - cpuBefore;
     if (sql !== undefined) {
       for (const [pid, s] of await pgBackendsCpu(sql)) cpu += s - (backendsBefore.get(pid) ?? 0);
@@ -513,7 +519,7 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
       bytes = diskBytes(dataDir, (name) => name.startsWith("vigil.duckdb"));
     }
     return {
-      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, peakRssMiB }),
+      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, loadPeakRssMiB, peakRssMiB }),
       answer: q.answer,
     };
   } catch (error) {
@@ -574,6 +580,7 @@ async function vmRound(
     expectOk("GET /internal/force_flush", await http(`${base}/internal/force_flush`, "GET"));
     await untilCount("VictoriaMetrics", data.samples, count);
     const seconds = (performance.now() - started) / 1000;
+    const loadPeakRssMiB = vm.peakRssMiB();
     const cpu = vm.cpuSeconds() - cpuBefore;
 
     const q = await timedQuery(
@@ -597,7 +604,7 @@ async function vmRound(
     await vm.stop();
     const bytes = diskBytes(dir);
     return {
-      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, peakRssMiB }),
+      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, loadPeakRssMiB, peakRssMiB }),
       answer: q.answer,
       version,
     };
@@ -620,6 +627,7 @@ interface Summary {
   readonly cpu_s_to_queryable: number;
   readonly query_ms: number;
   readonly bytes_per_sample: number;
+  readonly load_peak_rss_mib: number;
   readonly peak_rss_mib: number;
   readonly runs: readonly Figures[];
 }
@@ -631,6 +639,7 @@ function summary(runs: readonly Figures[]): Summary {
     cpu_s_to_queryable: round2(m((x) => x.cpuSeconds)),
     query_ms: round1(m((x) => x.queryMs)),
     bytes_per_sample: round2(m((x) => x.bytesPerSample)),
+    load_peak_rss_mib: round1(m((x) => x.loadPeakRssMiB)),
     peak_rss_mib: round1(m((x) => x.peakRssMiB)),
     runs: runs.map((x) => ({
       samplesPerS: Math.round(x.samplesPerS),
@@ -639,6 +648,7 @@ function summary(runs: readonly Figures[]): Summary {
       cpuSeconds: round2(x.cpuSeconds),
       queryMs: round1(x.queryMs),
       bytesPerSample: round2(x.bytesPerSample),
+      loadPeakRssMiB: x.loadPeakRssMiB,
       peakRssMiB: x.peakRssMiB,
     })),
   };
@@ -672,7 +682,7 @@ async function runSize(bin: string, rows: number): Promise<Record<string, unknow
   const runs: Record<Subject, Figures[]> = { vigil_duckdb: [], victoriametrics: [], vigil_postgres: [] };
   const checks: { duckdb: CrossCheck[]; postgres: CrossCheck[] } = { duckdb: [], postgres: [] };
   let version = "unknown";
-  let pgSkipped: string | undefined;
+  let pgSkipped = process.env.VIGIL_BENCH_PEERS_PG === "0" ? "VIGIL_BENCH_PEERS_PG=0" : undefined;
   for (let round = 0; round < ROUNDS; round += 1) {
     const duck = await vigilRound(data);
     runs.vigil_duckdb.push(duck.figures);
@@ -716,6 +726,7 @@ async function runSize(bin: string, rows: number): Promise<Record<string, unknow
     ["server CPU s to queryable", "cpu_s_to_queryable"],
     ["PT5M query ms (avg/max/count/p95 per series)", "query_ms"],
     ["bytes on disk per sample", "bytes_per_sample"],
+    ["peak RSS MiB to queryable", "load_peak_rss_mib"],
     ["peak RSS MiB", "peak_rss_mib"],
   ];
   const table = figureRows.flatMap(([name, key]) => [
