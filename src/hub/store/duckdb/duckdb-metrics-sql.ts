@@ -38,6 +38,7 @@ import {
   DuckDBTimestampTZValue,
   type DuckDBType,
   type DuckDBValue,
+  type DuckDBVector,
   LIST,
   listValue,
   VARCHAR,
@@ -391,7 +392,9 @@ export function buildMetricQuery(
     if (a.name === "svc.percentile") percentile += 1;
     const sql = AGGREGATIONS[a.name](i, percentile);
     if (sql.inner !== null) inner.push(sql.inner);
-    outer.push(`${sql.outer} AS a${i}`);
+    // Every number as a DOUBLE (a count's BIGINT too, exact to 2^53): read straight from its
+    // Float64Array, with no bigint made per row.
+    outer.push(`CAST(${sql.outer} AS DOUBLE) AS a${i}`);
   });
   if (ps.length > 0) {
     const { scale, values: decimals } = percentileDecimals(ps);
@@ -401,7 +404,7 @@ export function buildMetricQuery(
   ctes.push(`agg AS (SELECT ${[keyColumns, ...inner].join(", ")} FROM bucketed GROUP BY ${keyColumns})`);
 
   const sql = `WITH ${ctes.join(",\n")}
-SELECT ${["bucket_us // 1000 AS bucket_ms", ...groups.map((g) => g.column), identifierKey.length === 0 ? "0 AS identifier" : "identifier", ...outer].join(", ")}
+SELECT ${["CAST(bucket_us // 1000 AS DOUBLE) AS bucket_ms", ...groups.map((g) => g.column), identifierKey.length === 0 ? "0 AS identifier" : "identifier", ...outer].join(", ")}
 FROM agg ORDER BY ${keyColumns}`;
 
   return {
@@ -500,28 +503,42 @@ function numberOf(item: DuckDBValue): number | null {
  * The rows of a metric query's `result`, read column by column from DuckDB's vectors (numbers
  * straight from their typed arrays, no per-cell value conversion): bucket start, group values
  * (`query.groupColumns`; entity ids numeric, names as strings, "" for a missing one), identifier,
- * and the aggregations keyed by `query.labels`, null where DuckDB has NULL.
+ * and the aggregations keyed by `query.labels`, null where DuckDB has NULL. Rows come ordered by
+ * bucket and group, a group's identifiers next to each other, so consecutive rows of one group
+ * share its (read-only) group object.
  */
 export function readMetricRows(result: DuckDBMaterializedResult, query: MetricSql): MetricQueryRow[] {
   const rows: MetricQueryRow[] = [];
   const groups = query.groupColumns.length;
+  const keys = query.groupColumns.map((g) => g.key);
+  const labels = query.labels;
+  const current: (string | number)[] = new Array(groups);
+  let group: Record<string, string | number> | undefined;
   for (let c = 0; c < result.chunkCount; c++) {
     const chunk = result.getChunk(c);
     const bucket = chunk.getColumnVector(0);
     const groupVectors = query.groupColumns.map((g, i) => ({ ...g, vector: chunk.getColumnVector(1 + i) }));
     const identifier = chunk.getColumnVector(1 + groups);
-    const aggregates = query.labels.map((label, i) => ({
-      label,
-      vector: chunk.getColumnVector(2 + groups + i),
-    }));
+    const aggregates = labels.map((_, i) => chunk.getColumnVector(2 + groups + i));
     for (let r = 0; r < chunk.rowCount; r++) {
-      const group: Record<string, string | number> = {};
-      for (const g of groupVectors) {
+      let same = group !== undefined;
+      for (let k = 0; k < groups; k++) {
+        const g = groupVectors[k] as (typeof groupVectors)[number];
         const v = g.vector.getItem(r);
-        group[g.key] = g.numeric ? (numberOf(v) ?? 0) : String(v ?? "");
+        const value = g.numeric ? (numberOf(v) ?? 0) : String(v ?? "");
+        if (value !== current[k]) {
+          current[k] = value;
+          same = false;
+        }
+      }
+      if (!same || group === undefined) {
+        group = {};
+        for (let k = 0; k < groups; k++) group[keys[k] as string] = current[k] as string | number;
       }
       const values: Record<string, number | null> = {};
-      for (const a of aggregates) values[a.label] = numberOf(a.vector.getItem(r));
+      for (let a = 0; a < labels.length; a++) {
+        values[labels[a] as string] = numberOf((aggregates[a] as DuckDBVector).getItem(r));
+      }
       rows.push({
         bucket: asEpochMs(numberOf(bucket.getItem(r)) ?? 0),
         group,
