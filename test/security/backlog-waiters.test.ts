@@ -12,6 +12,7 @@ import { pino } from "pino";
 import { parseSetup } from "../../src/config/load-setup.js";
 import { buildGateway } from "../../src/gateway/app.js";
 import { buildProbe, type Probe, type ProbeLinkTuning } from "../../src/probe/app.js";
+import { parseExposition } from "../helpers/prometheus-text.js";
 import { eventually, FakePublisher } from "../link/helpers.js";
 
 const setup = parseSetup(`
@@ -84,6 +85,8 @@ test("beyond maxWaitingRequests a request is refused at once; the waiting ones a
   );
   assert.equal(probe.linkStatus().waitingRequests, 3);
   assert.equal(probe.linkStatus().outgoing, 1, "a refused request changed nothing");
+  const scrape = await probe.http.inject({ method: "GET", url: "/metrics" });
+  assert.equal(parseExposition(scrape.body).value("vigil_probe_ingest_waiting_requests"), 3);
 
   publisher.setReady(true);
   const all = await Promise.all(sent);
