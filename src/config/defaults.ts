@@ -362,8 +362,9 @@ export const NATS_LAG_CHECK_MS = 50; // ms
  * and how many requests may wait at once and how many body bytes they may hold together (the rest
  * get the 503 at once). A request waits only within both bounds, except that one request may wait
  * whatever its size when none does: at most max(PROBE_BACKLOG_WAIT_BYTES, the body limit) of bodies
- * is held. Row PUTs of ~200 bytes then wait, one per connection, where a fixed count of 8 made the
- * other connections of a busy client spin on immediate 503s.
+ * is held. Row PUTs of ~200 bytes then wait, one per connection: with a count of 8 alone, 42 of a
+ * client's 50 connections would spin on immediate 503s whenever the hub pauses, while 8 dataview
+ * bodies could hold 80 MiB.
  */
 export const PROBE_BACKLOG_WAIT_MS = 250; // ms
 export const PROBE_BACKLOG_WAITERS = 256; // requests
