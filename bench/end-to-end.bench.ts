@@ -13,8 +13,10 @@
  *    connections from a child process (bench/load-child.ts) PUT one row each (its 10 numeric cells,
  *    new values each time) to `…/dataview/dv/row/rN`, the rows cycling. Figures: accepted PUTs per
  *    second (goal 20 000, i.e. 200 000 cells/s), the share answered 503 (goal < 1 %), PUT latency
- *    (goal p99 < 20 ms), the distinct 503 bodies (each must name the limit that tripped), and the
- *    cells queryable after the load (every accepted one must be).
+ *    (goal p99 < 20 ms), the distinct 503 bodies (each must name the limit that tripped), the
+ *    cells queryable after the load (every accepted one must be), and the CPU per answered PUT of
+ *    `vigil up` and of the client (every thread, user and system): steadier than the rates on a
+ *    shared machine, and what says how far two cores can carry the load.
  *
  * Figures, one JSON line per configuration:
  *  - cells per second that become queryable: the hub's `svc.count` over the run of the 10 columns of
@@ -40,7 +42,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -82,6 +84,7 @@ const MAX_TIMELINE = 2_000; // timeline points kept
 const RECENT_LOG_LINES = 50; // log lines kept per process, for error reports
 const MAX_DISTINCT = 20; // distinct warning/error messages counted per process
 const STDERR_TAIL_CHARS = 8_192;
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ of /proc/<pid>/stat on Linux
 const GOALS = { cellsPerSecond: 100_000, delayP99Ms: 1_000, rssMiB: 1_024 };
 /** The row-update configuration: its connections, bodies per row, and goals. */
 const ROW_PUT = {
@@ -201,6 +204,21 @@ class Service {
   /** Peak resident memory in MiB: the larger of the kernel's high-water mark and the polled peak. */
   peakMiB(): number {
     return this.memory.peakMiB();
+  }
+
+  /**
+   * CPU seconds the process has used so far (every thread, user and system), from
+   * `/proc/<pid>/stat` in clock ticks (100 per second on Linux); NaN once it is gone.
+   */
+  cpuSeconds(): number {
+    try {
+      const stat = readFileSync(`/proc/${this.child.pid}/stat`, "utf8");
+      // Fields after the command (which may hold spaces) start after its closing parenthesis.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      return Number.NaN;
+    }
   }
 
   /** The URL the process logged for `service` (and `probe`), within START_TIMEOUT_MS. */
@@ -869,11 +887,16 @@ async function runRowPuts(): Promise<Record<string, unknown>> {
         requests.push({ path: `${dataview.pathname}/row/r${r}`, body: Buffer.from(rowBody(r, v)) });
       }
     }
+    const up = started.services[0] as Service;
+    const cpuBefore = up.cpuSeconds();
     const result = await loadInChild(
       { base: new URL(started.probe).origin, method: "PUT", requests },
       { seconds: SECONDS, concurrency: ROW_PUT.connections, maxRequests: ROW_PUT.maxRequests },
     );
     const loadEnd = Date.now();
+    // CPU of `vigil up` per answered PUT during the load (the hub may still be storing the last
+    // ones; the drain below is not counted): steadier than the rate when other work shares the cores.
+    const cpuUsPerPut = Math.round(((up.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, result.requests));
     for (const service of services) service.sampleMemory();
     const acceptedCells = CELLS_PER_PUT + result.ok * COLUMNS;
     const { count, drained } = await drain(agent, started.hub, fromMs, acceptedCells, loadEnd, queries);
@@ -899,6 +922,10 @@ async function runRowPuts(): Promise<Record<string, unknown>> {
       rejected_share: Math.round(rejectedShare * 10_000) / 10_000,
       statuses: result.statuses,
       put_latency_ms: result.latencyMs,
+      up_cpu_us_per_put: cpuUsPerPut,
+      client_cpu_us_per_put: Math.round(
+        ((result.clientCpuSeconds ?? 0) * 1e6) / Math.max(1, result.requests),
+      ),
       failure_bodies: result.failureBodies,
       accepted_cells: acceptedCells,
       queryable_cells: Math.max(0, count),

@@ -6,8 +6,13 @@ import { type ChildLoadRequest, load } from "./load.js";
 
 process.once("message", (message) => {
   const { plan, options } = message as ChildLoadRequest;
+  const cpu = process.cpuUsage();
   load(plan, options).then(
-    (result) => process.send?.(result, () => process.disconnect()),
+    (result) => {
+      const used = process.cpuUsage(cpu);
+      const clientCpuSeconds = (used.user + used.system) / 1e6;
+      process.send?.({ ...result, clientCpuSeconds }, () => process.disconnect());
+    },
     (error: unknown) => {
       console.error(error);
       process.exit(1);

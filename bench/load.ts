@@ -63,6 +63,8 @@ export interface LoadResult {
    * its count; at most MAX_FAILURE_BODIES distinct ones.
    */
   readonly failureBodies: Readonly<Record<string, number>>;
+  /** CPU seconds of the client's process over the run (every thread), when it ran in a child. */
+  readonly clientCpuSeconds?: number;
 }
 
 /** Distinct failure bodies a load keeps; the others are counted in `statuses` only. */

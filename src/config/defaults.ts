@@ -359,10 +359,16 @@ export const NATS_MAX_CONSUMER_LAG = 2_000; // messages
 export const NATS_LAG_CHECK_MS = 50; // ms
 /**
  * Longest an ingest request waits for room in the probe's outgoing buffer before it is answered 503,
- * and how many requests may wait at once (each holds its body; the rest get the 503 at once).
+ * and how many requests may wait at once and how many body bytes they may hold together (the rest
+ * get the 503 at once). A request waits only within both bounds, except that one request may wait
+ * whatever its size when none does: at most max(PROBE_BACKLOG_WAIT_BYTES, the body limit) of bodies
+ * is held. Row PUTs of ~200 bytes then wait, one per connection: with a count of 8 alone, 42 of a
+ * client's 50 connections would spin on immediate 503s whenever the hub pauses, while 8 dataview
+ * bodies could hold 80 MiB.
  */
 export const PROBE_BACKLOG_WAIT_MS = 250; // ms
-export const PROBE_BACKLOG_WAITERS = 8; // requests
+export const PROBE_BACKLOG_WAITERS = 256; // requests
+export const PROBE_BACKLOG_WAIT_BYTES = 16 * 1024 * 1024; // 16 MiB of request bodies
 
 // Gateway events and state (DESIGN 4.1–4.3)
 /** Snoozes plus user assignments the gateway holds at once; a command beyond is refused (409). */

@@ -68,7 +68,14 @@ export const DEFAULT_PROBE_LIMITS: ProbeLimits = {
 /** Tuning of the probe's side of the link; the defaults come from `src/config/defaults.ts`. */
 export type ProbeLinkTuning = Pick<
   LinkClientOptions,
-  "maxOutgoingChanges" | "maxOutgoingBytes" | "reconnectMinMs" | "reconnectMaxMs" | "welcomeTimeoutMs"
+  | "maxOutgoingChanges"
+  | "maxOutgoingBytes"
+  | "backlogWaitMs"
+  | "maxWaitingRequests"
+  | "maxWaitingBytes"
+  | "reconnectMinMs"
+  | "reconnectMaxMs"
+  | "welcomeTimeoutMs"
 >;
 
 export interface ProbeOptions {

@@ -18,6 +18,8 @@ import {
   LINK_HEARTBEAT_MS,
   LINK_RECONNECT_MAX_MS,
   LINK_RECONNECT_MIN_MS,
+  PROBE_BACKLOG_WAIT_BYTES,
+  PROBE_BACKLOG_WAIT_MS,
   PROBE_BACKLOG_WAITERS,
   PROBE_OUTGOING_BYTES,
   PROBE_OUTGOING_CHANGES,
@@ -78,6 +80,12 @@ export interface LinkClientOptions {
   readonly maxOutgoingChanges?: number;
   /** Default PROBE_OUTGOING_BYTES. */
   readonly maxOutgoingBytes?: number;
+  /** Longest an ingest request waits for room; default PROBE_BACKLOG_WAIT_MS. */
+  readonly backlogWaitMs?: number;
+  /** Requests that may wait for room at once; default PROBE_BACKLOG_WAITERS. */
+  readonly maxWaitingRequests?: number;
+  /** Body bytes the waiting requests may hold together; default PROBE_BACKLOG_WAIT_BYTES. */
+  readonly maxWaitingBytes?: number;
   /** Default LINK_RECONNECT_MIN_MS. */
   readonly reconnectMinMs?: number;
   /** Default LINK_RECONNECT_MAX_MS. */
@@ -97,6 +105,9 @@ export interface LinkClientStatus {
   readonly ackedBatches: number;
   readonly coalesced: number;
   readonly connections: number;
+  /** Ingest requests waiting for room in the outgoing buffer, and the bytes of their bodies. */
+  readonly waitingRequests: number;
+  readonly waitingBytes: number;
 }
 
 interface Session {
@@ -147,6 +158,12 @@ export class ProbeLinkClient {
   private readonly waiters = new Set<() => void>();
   private readonly log: Logger;
   private readonly welcomeTimeout: number;
+  private readonly backlogWaitMs: number;
+  private readonly maxWaitingRequests: number;
+  private readonly maxWaitingBytes: number;
+  /** Ingest requests in `whenCapacity` and the bytes of their bodies (bounded, see there). */
+  private waitingRequests = 0;
+  private waitingBytes = 0;
 
   constructor(private readonly options: LinkClientOptions) {
     this.log = options.logger.child({ component: "probe-link", gatewayLink: options.connector.description });
@@ -159,6 +176,9 @@ export class ProbeLinkClient {
       maxMs: options.reconnectMaxMs ?? LINK_RECONNECT_MAX_MS,
     });
     this.welcomeTimeout = options.welcomeTimeoutMs ?? 3 * LINK_HEARTBEAT_MS;
+    this.backlogWaitMs = options.backlogWaitMs ?? PROBE_BACKLOG_WAIT_MS;
+    this.maxWaitingRequests = options.maxWaitingRequests ?? PROBE_BACKLOG_WAITERS;
+    this.maxWaitingBytes = options.maxWaitingBytes ?? PROBE_BACKLOG_WAIT_BYTES;
   }
 
   /** Starts connecting (and reconnecting until `stop`). */
@@ -192,16 +212,42 @@ export class ProbeLinkClient {
   }
 
   /**
-   * Waits up to `maxWaitMs` for room in the outgoing buffer, then checks it like `checkCapacity()`.
-   * A request that waits a moment and is then taken keeps a client busy where an immediate 503 would
-   * idle it for a whole `Retry-After` second; at most PROBE_BACKLOG_WAITERS requests wait at once
-   * (each holds its body), the others get the 503 at once.
+   * Runs `accept` (which checks nothing and hands its changes to `submit`) once the outgoing buffer
+   * has room, waiting up to `backlogWaitMs` (250 ms) for it; without room by then it throws like
+   * `checkCapacity()`. A request that waits a moment and is then taken keeps a client busy where an
+   * immediate 503 would idle it for a whole `Retry-After` second. At most `maxWaitingRequests`
+   * requests wait at once, holding at most `maxWaitingBytes` of bodies together (`bodyBytes` is
+   * this one's), except that one may wait whatever its size when none does; the others get the 503
+   * at once. The room is checked and `accept` runs in one step, so requests woken together take
+   * the room in turn and those that find none left wait on, within their own time.
    */
-  async waitForCapacity(maxWaitMs: number): Promise<void> {
-    if (!this.hasCapacity() && this.outgoing.waiting < PROBE_BACKLOG_WAITERS) {
-      await this.outgoing.whenRoom(maxWaitMs);
+  async whenCapacity<T>(bodyBytes: number, accept: () => T): Promise<T> {
+    if (!this.hasCapacity() && this.mayWait(bodyBytes)) {
+      const until = Date.now() + this.backlogWaitMs;
+      this.waitingRequests += 1;
+      this.waitingBytes += bodyBytes;
+      try {
+        while (!this.hasCapacity() && !this.stopped) {
+          const left = until - Date.now();
+          if (left <= 0) break;
+          await this.outgoing.whenRoom(left);
+        }
+      } finally {
+        this.waitingRequests -= 1;
+        this.waitingBytes -= bodyBytes;
+      }
     }
     this.checkCapacity();
+    return accept();
+  }
+
+  /** Whether a request with a body of `bodyBytes` may wait for room (see `whenCapacity`). */
+  private mayWait(bodyBytes: number): boolean {
+    if (this.stopped) return false;
+    if (this.waitingRequests === 0) return true;
+    return (
+      this.waitingRequests < this.maxWaitingRequests && this.waitingBytes + bodyBytes <= this.maxWaitingBytes
+    );
   }
 
   /** Hands the changes of one accepted request to the link (queued, or coalesced while down). */
@@ -243,6 +289,8 @@ export class ProbeLinkClient {
       ackedBatches: this.ackedBatches,
       coalesced: this.coalescedTotal,
       connections: this.connections,
+      waitingRequests: this.waitingRequests,
+      waitingBytes: this.waitingBytes,
     };
   }
 

@@ -127,6 +127,14 @@ export function registerProbeMetrics(registry: Registry, sources: ProbeMetricsSo
     },
     () => sources.link().outgoing,
   );
+  readGauge(
+    registry,
+    {
+      name: "vigil_probe_ingest_waiting_requests",
+      help: "Ingest requests waiting for room in the outgoing buffer (each up to 250 ms, then answered 503)",
+    },
+    () => sources.link().waitingRequests,
+  );
   readCounter(
     registry,
     { name: "vigil_probe_link_connections_total", help: "Connections made to the gateway" },

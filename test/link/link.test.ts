@@ -310,6 +310,49 @@ for (const transport of transports) {
       await eventually(() => s.idle(), "the backlog to drain");
     });
 
+    test("requests wait for room, far more than eight at once, and are taken in turn when it returns", async () => {
+      const s = await system(transport, {
+        gatewayTuning: { creditBatches: 1 },
+        probeTuning: { maxOutgoingChanges: 2, backlogWaitMs: 60_000 },
+      });
+      await messagesOf(s, () => s.call("PUT", DV, [{ n: "a", v: 0 }]));
+      s.publisher.setReady(false);
+      const from = s.publisher.messages.length;
+      // Fill the window and the outgoing buffer (its bound: 2 changes).
+      let filled = 0;
+      while (s.probe.linkStatus().outgoing < 2) {
+        filled += 1;
+        assert.equal((await s.call("PUT", `${DV}/row/a`, { v: filled })).status, 200);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const waiting = Array.from({ length: 40 }, (_, i) => s.call("PUT", `${DV}/row/a`, { v: 1000 + i }));
+      await eventually(() => s.probe.linkStatus().waitingRequests === 40, "every request to wait");
+      assert.equal(s.probe.linkStatus().outgoing, 2, "nobody passed the bound while waiting");
+
+      s.publisher.setReady(true);
+      const answers = await Promise.all(waiting);
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        answers.map(() => 200),
+        "every waiting request was taken",
+      );
+      await eventually(() => s.idle(), "the backlog to drain");
+      assert.equal(s.probe.linkStatus().waitingRequests, 0);
+      assert.equal(s.probe.linkStatus().waitingBytes, 0);
+      // Every accepted value is a sample: each PUT is published once, none coalesced.
+      const values = s.publisher.messages
+        .slice(from)
+        .map((m) => Number((m.data as { row: Record<string, string> }).row.v));
+      assert.equal(values.length, filled + 40);
+      assert.deepEqual(
+        [...values].sort((x, y) => x - y),
+        [
+          ...Array.from({ length: filled }, (_, i) => i + 1),
+          ...Array.from({ length: 40 }, (_, i) => 1000 + i),
+        ],
+      );
+    });
+
     test("a live setup update reaches the probe: a new sampler is addressable, a removed one's data goes", async () => {
       const s = await system(transport);
       await messagesOf(s, () => s.call("PUT", DV, [{ n: "a", v: 1 }]));

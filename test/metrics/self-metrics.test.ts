@@ -154,6 +154,7 @@ describe("self-metrics of vigil up", () => {
     assert.equal(after.value("vigil_probe_stream_buffered_messages"), 2);
     assert.equal(after.value("vigil_probe_stream_buffer_fill_ratio"), 1);
     assert.equal(after.value("vigil_probe_link_up"), 1);
+    assert.equal(after.value("vigil_probe_ingest_waiting_requests"), 0);
   });
 
   test("a published message moves the gateway's counters; the hub counts ingest, commits and queries", async () => {
