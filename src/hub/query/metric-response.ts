@@ -115,17 +115,44 @@ export function buildMetricResponse(
     }
     return values;
   };
+  /**
+   * A row's values as the answer holds them: the row's own object when it has every label and
+   * nothing else, each a finite number or null (a count a number), which is what the stores make;
+   * otherwise a copy with non-finite and missing values as null (a count 0).
+   */
+  const answerValues = (values: Readonly<Record<string, number | null>>): Record<string, number | null> => {
+    let labels = 0;
+    for (const _ in values) labels += 1;
+    let usable = labels === query.aggregations.length;
+    for (let k = 0; usable && k < query.aggregations.length; k++) {
+      const aggregation = query.aggregations[k] as Aggregation;
+      const value = values[aggregation.label];
+      usable =
+        value === null
+          ? aggregation.name !== "svc.count"
+          : typeof value === "number" && Number.isFinite(value);
+    }
+    if (usable) return values as Record<string, number | null>;
+    const copy: Record<string, number | null> = {};
+    for (const aggregation of query.aggregations) {
+      const value = finite(values[aggregation.label]);
+      copy[aggregation.label] = value === null && aggregation.name === "svc.count" ? 0 : value;
+    }
+    return copy;
+  };
 
   interface Element {
     readonly bucketMs: number;
     readonly group: Readonly<Record<string, string | number>>;
-    readonly metrics: Record<string, Record<string, number | null>>;
+    /** Every identifier of the query, in its order; null until a row gives its values. */
+    readonly metrics: Record<string, Record<string, number | null> | null>;
   }
   const fields = query.grouping.map(groupField);
   const sameGroup = (
     a: Readonly<Record<string, string | number>>,
     b: Readonly<Record<string, string | number>>,
   ) => fields.every((field) => a[field] === b[field]);
+  const asked = new Set(query.metrics.map((m) => m.identifier));
   const elements = new Map<string, Element>();
   // The stores answer in bucket, group, identifier order, so a row usually belongs to the element
   // of the row before it; the map (keyed by bucket and group) takes any other order.
@@ -139,20 +166,19 @@ export function buildMetricResponse(
       const key = JSON.stringify([row.bucket, fields.map((field) => row.group[field] ?? null)]);
       element = elements.get(key);
       if (element === undefined) {
-        const metrics: Record<string, Record<string, number | null>> = {};
-        for (const metric of query.metrics) metrics[metric.identifier] = emptyValues();
+        const metrics: Record<string, Record<string, number | null> | null> = {};
+        for (const metric of query.metrics) metrics[metric.identifier] = null;
         element = { bucketMs: row.bucket, group: { ...row.group }, metrics };
         elements.set(key, element);
       }
     }
     previous = element;
-    const values = element.metrics[row.identifier];
     // A row for an identifier the query did not ask for is a store bug; it is not answered.
-    if (values === undefined) continue;
-    for (const aggregation of query.aggregations) {
-      const value = finite(row.values[aggregation.label]);
-      values[aggregation.label] = value === null && aggregation.name === "svc.count" ? 0 : value;
-    }
+    if (!asked.has(row.identifier)) continue;
+    element.metrics[row.identifier] = answerValues(row.values);
+  }
+  for (const element of elements.values()) {
+    for (const metric of query.metrics) element.metrics[metric.identifier] ??= emptyValues();
   }
 
   const order = (a: Element, b: Element) =>
@@ -168,7 +194,9 @@ export function buildMetricResponse(
       labelMs = element.bucketMs;
       label = format(labelMs, query.zone);
     }
-    return { bucket: label, group: element.group, metrics: element.metrics };
+    // Every identifier holds its values by now (filled in above).
+    const metrics = element.metrics as Record<string, Record<string, number | null>>;
+    return { bucket: label, group: element.group, metrics };
   });
 
   return {

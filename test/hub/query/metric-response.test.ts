@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import fc from "fast-check";
 import type { ColumnSchema } from "../../../src/config/setup.js";
 import { type ParsedMetricQuery, parseMetricQuery } from "../../../src/hub/query/metric-query.js";
 import { buildMetricResponse } from "../../../src/hub/query/metric-response.js";
+import { formatInZone } from "../../../src/hub/query/zone.js";
 import type { CellSelector, MetricQueryRow } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
+import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 
 function query(overrides: Record<string, unknown> = {}): ParsedMetricQuery {
   return parseMetricQuery({
@@ -219,5 +222,89 @@ describe("buildMetricResponse data", () => {
       schemaOf,
     );
     assert.deepEqual(JSON.parse(JSON.stringify(response)), response);
+  });
+
+  test("answers as a plain model of the merge, in any order of rows (property)", () => {
+    // The model: an element per bucket and group, every identifier and label filled in, a later
+    // row of the same bucket, group and identifier winning; ordered by bucket, then group.
+    type Element = {
+      bucket: number;
+      group: Record<string, string | number>;
+      metrics: Map<string, Record<string, number | null>>;
+    };
+    const model = (q: ParsedMetricQuery, rows: readonly MetricQueryRow[]) => {
+      const elements = new Map<string, Element>();
+      for (const r of rows) {
+        const key = JSON.stringify([r.bucket, r.group.rowname ?? null, r.group.entity ?? null]);
+        let e = elements.get(key);
+        if (e === undefined) {
+          e = { bucket: r.bucket, group: { ...r.group }, metrics: new Map() };
+          elements.set(key, e);
+        }
+        if (!q.metrics.some((m) => m.identifier === r.identifier)) continue;
+        const values = q.aggregations.map((a) => {
+          const v = r.values[a.label];
+          const f = typeof v === "number" && Number.isFinite(v) ? v : null;
+          return [a.label, f === null && a.name === "svc.count" ? 0 : f];
+        });
+        e.metrics.set(r.identifier, Object.fromEntries(values));
+      }
+      const byGroup = (a: Element["group"], b: Element["group"]) => {
+        for (const f of ["rowname", "entity"]) {
+          const x = a[f];
+          const y = b[f];
+          if (x === y) continue;
+          if (x === undefined) return -1;
+          if (y === undefined) return 1;
+          if (typeof x === "number" && typeof y === "number") return x - y;
+          return String(x) < String(y) ? -1 : 1;
+        }
+        return 0;
+      };
+      const empty = Object.fromEntries(
+        q.aggregations.map((a) => [a.label, a.name === "svc.count" ? 0 : null]),
+      );
+      return [...elements.values()]
+        .sort((a, b) => a.bucket - b.bucket || byGroup(a.group, b.group))
+        .map((e) => ({
+          bucket: formatInZone(e.bucket, q.zone),
+          group: e.group,
+          metrics: Object.fromEntries(
+            q.metrics.map((m) => [m.identifier, e.metrics.get(m.identifier) ?? empty]),
+          ),
+        }));
+    };
+    const q = query({
+      grouping: ["rowname", "entity"],
+      aggregations: ["svc.count", "svc.max", "svc.percentile(0.5)"],
+    });
+    const value = fc.oneof(
+      fc.double(),
+      fc.integer(),
+      fc.constantFrom(null, undefined, Number.NaN, Number.POSITIVE_INFINITY, -0),
+    );
+    const aRow = fc.record({
+      bucket: fc.integer({ min: 0, max: 3 }).map((h) => asEpochMs(Date.UTC(2026, 2, 29, h))),
+      group: fc.record({
+        rowname: fc.constantFrom("a", "b", "é", 'q"', "10", "9", "constructor"),
+        entity: fc.integer({ min: 1, max: 3 }),
+      }),
+      identifier: fc.constantFrom("lat", "q", "other", "constructor", "toString"),
+      values: fc.oneof(
+        fc.record({ "svc.count": value, "svc.max": value, "svc.percentile(0.5)": value }),
+        fc.record({ "svc.count": value, "svc.max": value }),
+        fc.record({ "svc.count": value, "svc.max": value, "svc.percentile(0.5)": value, extra: value }),
+      ),
+    });
+    fc.assert(
+      fc.property(fc.array(aRow, { maxLength: 40 }), (rows) => {
+        const built = buildMetricResponse(q, rows as MetricQueryRow[], schemaOf).data;
+        assert.deepEqual(
+          JSON.parse(JSON.stringify(built)),
+          JSON.parse(JSON.stringify(model(q, rows as MetricQueryRow[]))),
+        );
+      }),
+      fuzzBudget(300),
+    );
   });
 });
