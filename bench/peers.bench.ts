@@ -519,7 +519,16 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
       bytes = diskBytes(dataDir, (name) => name.startsWith("vigil.duckdb"));
     }
     return {
-      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, loadPeakRssMiB, peakRssMiB }),
+      figures: figuresOf(data, {
+        started,
+        sent,
+        seconds,
+        cpu,
+        queryMs: q.ms,
+        bytes,
+        loadPeakRssMiB,
+        peakRssMiB,
+      }),
       answer: q.answer,
     };
   } catch (error) {
@@ -604,7 +613,16 @@ async function vmRound(
     await vm.stop();
     const bytes = diskBytes(dir);
     return {
-      figures: figuresOf(data, { started, sent, seconds, cpu, queryMs: q.ms, bytes, loadPeakRssMiB, peakRssMiB }),
+      figures: figuresOf(data, {
+        started,
+        sent,
+        seconds,
+        cpu,
+        queryMs: q.ms,
+        bytes,
+        loadPeakRssMiB,
+        peakRssMiB,
+      }),
       answer: q.answer,
       version,
     };
