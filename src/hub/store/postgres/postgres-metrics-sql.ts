@@ -62,6 +62,7 @@ import {
   type ZoneOffsets,
 } from "../core/zone-offsets.js";
 import type { AggregationName, MetricQueryPlan, TimeWindow } from "../store.js";
+import { CHUNK_MS } from "./postgres-compaction.js";
 
 /** A statement with positional parameters, for `sql.unsafe(text, params)`. */
 export interface PgStatement {
@@ -391,9 +392,9 @@ export function buildPgMetricQuery(
   const lookup = strategy.lookup;
   const series: SeriesSql =
     lookup === null
-      ? { from: "samples x JOIN keyed m ON m.series_id = x.series_id", gid: "m.gid", where: "" }
+      ? { join: "JOIN keyed m ON m.series_id = x.series_id", gid: "m.gid", where: "" }
       : {
-          from: "samples x",
+          join: "",
           gid: `(SELECT a FROM gids)[x.series_id + ${p(1 - lookup.minId)}::int]`,
           // Outside the array a subscript is NULL: the group of a series made since the ids were
           // counted, which no key joins (a sample of a series no group takes has group 0).
@@ -473,12 +474,12 @@ function percentileSql(k: string, sorted: boolean): string {
 }
 
 /**
- * How a scan finds a sample's group number: `from` (samples as `x`), the `gid` expression, extra
- * conditions on `x` (`where`, starting with AND) and, if some samples it reads belong to no group,
- * the condition on `gid` that keeps the others.
+ * How a scan finds a sample's group number: a `join` after the samples (as `x`), the `gid`
+ * expression, extra conditions on `x` (`where`, starting with AND) and, if some samples it reads
+ * belong to no group, the condition on `gid` that keeps the others.
  */
 interface SeriesSql {
-  readonly from: string;
+  readonly join: string;
   readonly gid: string;
   readonly where: string;
   readonly matchedOnly?: string | undefined;
@@ -552,12 +553,31 @@ function segmentScan(
         ]),
   ];
   const where = conditions.length === 0 ? "" : `\n    WHERE ${conditions.join(" AND ")}`;
+  const from = big(head.from);
+  const to = big(last.to);
   return `SELECT gid, value, ts_ms, ${bucketSql} AS bucket_ms
     FROM (SELECT *, ${floor} AS b_ms
       FROM (SELECT ${series.gid} AS gid, x.value, x.ts_ms, ${columns.join(", ")}
-        FROM ${series.from}
-        WHERE x.value IS NOT NULL AND x.ts_ms >= ${big(head.from)} AND x.ts_ms < ${big(last.to)}${series.where}
+        FROM ${numberSamplesSql(from, to)} ${series.join}
+        WHERE true${series.where}
       ) AS s0) AS s1${where}`;
+}
+
+/**
+ * The samples with a number in [`from`, `to`) (bigint expressions) as `x (series_id, ts_ms,
+ * value)`: the rows, and the values of the chunks whose span meets the range (postgres-compaction.ts;
+ * the condition on `chunk_start_ms` prunes the weekly partitions).
+ */
+function numberSamplesSql(from: string, to: string): string {
+  return `(SELECT r.series_id, r.ts_ms, r.value FROM samples r
+          WHERE r.value IS NOT NULL AND r.ts_ms >= ${from} AND r.ts_ms < ${to}
+        UNION ALL
+        SELECT k.series_id, k.chunk_start_ms + u.off AS ts_ms, u.value
+          FROM sample_chunks k CROSS JOIN LATERAL unnest(k.offsets, k.vals) AS u(off, value)
+          WHERE k.chunk_start_ms > ${from} - ${CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}
+            AND k.v_count > 0 AND k.last_ms >= ${from} AND k.first_ms < ${to}
+            AND u.value IS NOT NULL AND k.chunk_start_ms + u.off >= ${from} AND k.chunk_start_ms + u.off < ${to}
+        ) AS x`;
 }
 
 /** The largest bigint: count-bucket products above it are computed in numeric. */

@@ -18,6 +18,8 @@
  *   5.1 and 5.3 ask and as DuckDB sorts, whatever the database's default collation.
  * - Attributes, event targets' filters and payloads are `json` (kept as written, key order
  *   included), not `jsonb`, so both stores return them alike.
+ * - Samples are rows of `samples` as written until compaction moves each series's closed hour into
+ *   one `sample_chunks` row (version 6, postgres-compaction.ts); the `stored_samples` view shows both.
  * - Message ids: `message_origins` holds one row per gateway run that a claim locks (`FOR
  *   UPDATE`), so two hubs claiming seqs of one origin take turns, and `message_ranges` the runs of
  *   seqs (src/hub/store/seq-ranges.ts); hashes are rows of `message_digests` (a uuid of the first
@@ -37,6 +39,17 @@ export interface Migration {
 /** The advisory lock key of `migrate()` and of partition creation: "vigil" in ASCII, then 1 and 2. */
 export const MIGRATE_LOCK_KEY = 0x76_69_67_69_6c_01;
 export const PARTITION_LOCK_KEY = 0x76_69_67_69_6c_02;
+/** The advisory lock key of compaction (postgres-compaction.ts): one compacting session at a time. */
+export const COMPACT_LOCK_KEY = 0x76_69_67_69_6c_03;
+
+/**
+ * The text PostgreSQL renders a stored double as, for a sample whose text a chunk leaves out: the
+ * integer's digits up to 2^53 − 1, else the shortest digits that read back as the double (`float8`
+ * output with `extra_float_digits` ≥ 1). A chunk keeps a sample's text as NULL only when it is
+ * exactly this rendering, so reading it back gives the text byte for byte. `v` is an SQL expression.
+ */
+export const sampleTextSql = (v: string): string =>
+  `CASE WHEN ${v} = trunc(${v}) AND abs(${v}) <= 9007199254740991 THEN (${v})::bigint::text ELSE (${v})::text END`;
 
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS vigil_migrations (
   version integer PRIMARY KEY,
@@ -211,6 +224,58 @@ export const MIGRATIONS: readonly Migration[] = [
             WHERE key NOT IN ('svc.os-type', 'svc.hostname')),
            '{}'::json)
          WHERE attributes->>'svc.os-type' IS NOT NULL OR attributes->>'svc.hostname' IS NOT NULL`,
+    ],
+  },
+  {
+    version: 6,
+    name: "samples compacted into chunks per series and hour",
+    statements: [
+      // Fresh samples stay rows of `samples` (COPY writes them); compaction
+      // (postgres-compaction.ts) moves the rows of each series and closed hour into one chunk row.
+      // Every statement can run again on a database that has its objects.
+      // The rendering of sampleTextSql, with the float output setting fixed whatever the session's.
+      `CREATE OR REPLACE FUNCTION vigil_sample_text(v double precision) RETURNS text
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE SET extra_float_digits = 1
+         AS $$ SELECT ${sampleTextSql("v")} $$`,
+      // One row per series and hour (by sample time) in which it has samples: their count, first
+      // and last time, times as ms after the hour (ascending), values (NULL: no number), texts
+      // (NULL: the value's rendering; the whole array NULL when every text is), and the count of
+      // values.
+      `CREATE TABLE IF NOT EXISTS sample_chunks (
+         series_id integer NOT NULL,
+         chunk_start_ms bigint NOT NULL,
+         n integer NOT NULL,
+         first_ms bigint NOT NULL,
+         last_ms bigint NOT NULL,
+         offsets integer[] NOT NULL,
+         vals double precision[] NOT NULL,
+         texts text[],
+         v_count integer NOT NULL,
+         PRIMARY KEY (series_id, chunk_start_ms)
+       ) PARTITION BY RANGE (chunk_start_ms)`,
+      // lz4 compresses the arrays faster than pglz and better; a server built without it keeps
+      // pglz (the partitions take the parent's setting).
+      `DO $$ BEGIN
+         EXECUTE 'ALTER TABLE sample_chunks ALTER COLUMN offsets SET COMPRESSION lz4,
+                    ALTER COLUMN vals SET COMPRESSION lz4, ALTER COLUMN texts SET COMPRESSION lz4';
+       EXCEPTION WHEN OTHERS THEN NULL;
+       END $$`,
+      // A chunk partition for each week that has a row partition.
+      `DO $$ DECLARE p record; BEGIN
+         FOR p IN SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+                  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                  WHERE i.inhparent = 'samples'::regclass AND c.relname ~ '^samples_wm?[0-9]+$'
+         LOOP
+           EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF sample_chunks %s',
+                          'sample_chunks_' || substr(p.relname, 9), p.bound);
+         END LOOP;
+       END $$`,
+      // Every stored sample, one row each, from either form.
+      `CREATE OR REPLACE VIEW stored_samples AS
+         SELECT series_id, ts_ms, value, text FROM samples
+         UNION ALL
+         SELECT c.series_id, c.chunk_start_ms + u.off, u.value, coalesce(u.text, vigil_sample_text(u.value))
+         FROM sample_chunks c CROSS JOIN LATERAL unnest(c.offsets, c.vals, c.texts) AS u(off, value, text)`,
     ],
   },
 ];
