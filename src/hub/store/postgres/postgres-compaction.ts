@@ -1,8 +1,8 @@
 /**
  * Compaction of the PostgreSQL store's samples (migration 6): the rows of one series in one closed
- * hour (by sample time) become one `sample_chunks` row — times as ms after the hour, values, texts
- * left NULL where a text is its value's rendering (`sampleTextSql`) — so a sample takes about its
- * value's 8 bytes instead of a row of about a hundred. Fresh samples stay rows of `samples`: COPY
+ * hour (by sample time) become one `sample_chunks` row — times as ms after the hour or one step,
+ * values as doubles or as integers over a power of ten, texts left NULL where a text is its value's
+ * rendering (`sampleTextSql`) — so a sample takes 4 to 12 bytes instead of a row of about a hundred. Fresh samples stay rows of `samples`: COPY
  * remains the write path, and readers see both forms (postgres-queries.ts, postgres-metrics-sql.ts,
  * the `stored_samples` view).
  *
@@ -23,7 +23,13 @@
 import type { Sql, TransactionSql } from "postgres";
 import { closedSafe } from "./postgres-closed.js";
 import { createPartitions, partitionName, WEEK_MS, weekOf, weekStart } from "./postgres-partitions.js";
-import { COMPACT_LOCK_KEY, sampleTextSql } from "./postgres-schema.js";
+import {
+  COMPACT_LOCK_KEY,
+  chunkTimeSql,
+  chunkUnnestSql,
+  chunkValueSql,
+  sampleTextSql,
+} from "./postgres-schema.js";
 
 /** A chunk's span: one hour, aligned to UTC hours (so to the weekly partitions). */
 export const CHUNK_MS = 3_600_000; // ms
@@ -54,9 +60,24 @@ export interface CompactionCounts {
   readonly rows: number;
 }
 
+/** Powers of ten a chunk tries, smallest first, for keeping its numbers as integers. */
+const SCALE_DIGITS = [0, 1, 2, 3, 4, 5, 6];
+/** The largest integer an `integer` holds. */
+const MAX_INT4 = 2_147_483_647;
+
+/** `v` over 10^`d` as an integer reads back as `v` bit for bit (so −0 and NaN never do); SQL. */
+const scaledExactSql = (v: string, d: string): string =>
+  `(abs(${v}) < ${MAX_INT4}::float8 / 10::float8 ^ ${d}
+    AND float8send(round(${v} * 10::float8 ^ ${d})::int / 10::float8 ^ ${d}) = float8send(${v}))`;
+
 /**
  * The statement of one step over `$1` (the hour's start, bigint) and series ids in [`$2`, `$3`):
- * one row `(chunks, rows)`. Needs `extra_float_digits` ≥ 1 (the step sets it).
+ * one row `(chunks, rows)`. Needs `extra_float_digits` ≥ 1 (the step sets it). A chunk keeps its
+ * numbers as integers over 10^d, d the largest of the digits each number needs (the smallest of
+ * {@link SCALE_DIGITS} with which it reads back bit for bit), when every number reads back with it,
+ * else as doubles; its times as a step when they are evenly spaced, else listed. The arrays are
+ * aggregated from input sorted by time (their order only helps the step and compression: every
+ * reader orders for itself, and the arrays of one chunk line up whatever the order).
  */
 const STEP_SQL = `WITH moved AS (
   DELETE FROM samples
@@ -67,26 +88,53 @@ old AS (
   DELETE FROM sample_chunks c
   WHERE c.chunk_start_ms = $1::bigint AND c.series_id >= $2::int AND c.series_id < $3::int
     AND c.series_id IN (SELECT series_id FROM moved)
-  RETURNING c.series_id, c.offsets, c.vals, c.texts
+  RETURNING c.*
 ),
 every AS (
   SELECT series_id, (ts_ms - $1::bigint)::int AS off, value, text FROM moved
   UNION ALL
-  SELECT o.series_id, u.off, u.value, coalesce(u.text, ${sampleTextSql("u.value")})
-  FROM old o CROSS JOIN LATERAL unnest(o.offsets, o.vals, o.texts) AS u(off, value, text)
+  SELECT o.series_id, (${chunkTimeSql("o")} - $1::bigint)::int, ${chunkValueSql("o")},
+         coalesce(u.text, ${sampleTextSql(chunkValueSql("o"))})
+  FROM old o ${chunkUnnestSql("o", true)}
 ),
 kept AS (
   SELECT series_id, off, value,
-         CASE WHEN text = ${sampleTextSql("value")} THEN NULL ELSE text END AS text
-  FROM every
+         CASE WHEN text = ${sampleTextSql("value")} THEN NULL ELSE text END AS text,
+         CASE WHEN value IS NULL THEN 0
+              ${SCALE_DIGITS.map((d) => `WHEN ${scaledExactSql("value", String(d))} THEN ${d}`).join(" ")}
+              ELSE ${SCALE_DIGITS.length} END AS digits
+  FROM every ORDER BY series_id, off
+),
+grouped AS (
+  SELECT series_id, count(*)::int AS n, min(off) AS lo, max(off) AS hi, count(value)::int AS v_count,
+         array_agg(off) AS offs, array_agg(value) AS vals,
+         CASE WHEN count(text) = 0 THEN NULL ELSE array_agg(text) END AS texts,
+         max(digits) AS digits
+  FROM kept GROUP BY series_id
+),
+shaped AS MATERIALIZED (
+  SELECT g.series_id, g.n, g.lo, g.hi, g.v_count, g.offs, g.vals, g.texts,
+         CASE WHEN hi = lo THEN 0
+              WHEN (hi - lo) % (n - 1) = 0
+               AND offs = ARRAY(SELECT lo + i * ((hi - lo) / (n - 1)) FROM generate_series(0, n - 1) AS i ORDER BY i)
+              THEN (hi - lo) / (n - 1) END AS step,
+         CASE WHEN g.digits < ${SCALE_DIGITS.length}
+               AND NOT EXISTS (SELECT 1 FROM unnest(g.vals) AS v
+                               WHERE v IS NOT NULL AND NOT ${scaledExactSql("v", "g.digits")})
+              THEN g.digits END AS digits
+  FROM grouped g
 ),
 written AS (
-  INSERT INTO sample_chunks (series_id, chunk_start_ms, n, first_ms, last_ms, offsets, vals, texts, v_count)
-  SELECT series_id, $1::bigint, count(*), $1::bigint + min(off), $1::bigint + max(off),
-         array_agg(off ORDER BY off, value, text), array_agg(value ORDER BY off, value, text),
-         CASE WHEN count(text) = 0 THEN NULL ELSE array_agg(text ORDER BY off, value, text) END,
-         count(value)
-  FROM kept GROUP BY series_id
+  INSERT INTO sample_chunks (series_id, chunk_start_ms, n, first_ms, last_ms, step, offsets, scale, vals, ivals,
+                             texts, v_count)
+  SELECT series_id, $1::bigint, n, $1::bigint + lo, $1::bigint + hi, step,
+         CASE WHEN step IS NULL THEN offs END,
+         10::float8 ^ digits,
+         CASE WHEN digits IS NULL THEN vals END,
+         CASE WHEN digits IS NOT NULL THEN ARRAY(
+           SELECT round(v * 10::float8 ^ digits)::int FROM unnest(vals) WITH ORDINALITY AS t(v, i) ORDER BY i) END,
+         texts, v_count
+  FROM shaped
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM written)::int AS chunks, (SELECT count(*) FROM moved)::int AS rows`;

@@ -63,6 +63,7 @@ import {
 } from "../core/zone-offsets.js";
 import type { AggregationName, MetricQueryPlan, TimeWindow } from "../store.js";
 import { CHUNK_MS } from "./postgres-compaction.js";
+import { chunkTimeSql, chunkUnnestSql, chunkValueSql } from "./postgres-schema.js";
 
 /** A statement with positional parameters, for `sql.unsafe(text, params)`. */
 export interface PgStatement {
@@ -566,17 +567,33 @@ function segmentScan(
 /**
  * The samples with a number in [`from`, `to`) (bigint expressions) as `x (series_id, ts_ms,
  * value)`: the rows, and the values of the chunks whose span meets the range (postgres-compaction.ts;
- * the condition on `chunk_start_ms` prunes the weekly partitions).
+ * the condition on `chunk_start_ms` prunes the weekly partitions). A chunk wholly inside the range
+ * skips the test of each sample's time, and one of numbers only the test of each value.
  */
 function numberSamplesSql(from: string, to: string): string {
+  const chunks = (unnest: string, ts: string, value: string, form: string): string => `
+        SELECT c.series_id, c.ts_ms, c.value FROM (
+          SELECT k.series_id, k.n, k.v_count, k.first_ms, k.last_ms, ${ts} AS ts_ms, ${value} AS value
+          FROM sample_chunks k ${unnest}
+          WHERE k.chunk_start_ms > ${from} - ${CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}
+            AND k.v_count > 0 AND k.last_ms >= ${from} AND k.first_ms < ${to} AND ${form}
+        ) AS c
+        WHERE (c.v_count = c.n OR c.value IS NOT NULL)
+          AND ((c.first_ms >= ${from} AND c.last_ms < ${to}) OR (c.ts_ms >= ${from} AND c.ts_ms < ${to}))`;
   return `(SELECT r.series_id, r.ts_ms, r.value FROM samples r
           WHERE r.value IS NOT NULL AND r.ts_ms >= ${from} AND r.ts_ms < ${to}
-        UNION ALL
-        SELECT k.series_id, k.chunk_start_ms + u.off AS ts_ms, u.value
-          FROM sample_chunks k CROSS JOIN LATERAL unnest(k.offsets, k.vals) AS u(off, value)
-          WHERE k.chunk_start_ms > ${from} - ${CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}
-            AND k.v_count > 0 AND k.last_ms >= ${from} AND k.first_ms < ${to}
-            AND u.value IS NOT NULL AND k.chunk_start_ms + u.off >= ${from} AND k.chunk_start_ms + u.off < ${to}
+        UNION ALL${chunks(
+          "CROSS JOIN LATERAL unnest(k.ivals) WITH ORDINALITY AS u(ival, ord)",
+          "k.first_ms + (u.ord - 1) * k.step",
+          "u.ival / k.scale",
+          "k.step IS NOT NULL AND k.ivals IS NOT NULL",
+        )}
+        UNION ALL${chunks(
+          chunkUnnestSql("k", false),
+          chunkTimeSql("k"),
+          chunkValueSql("k"),
+          "(k.step IS NULL OR k.ivals IS NULL)",
+        )}
         ) AS x`;
 }
 

@@ -10,7 +10,9 @@ import type { Sql } from "postgres";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
 import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SamplePage, SampleQuery } from "../store.js";
+import { CHUNK_MS } from "./postgres-compaction.js";
 import { MAX_INT4 } from "./postgres-events.js";
+import { chunkTimeSql, chunkUnnestSql, chunkValueSql } from "./postgres-schema.js";
 
 /** The ids an `integer` column can hold; others name no entity. */
 export const storableIds = (ids: readonly number[]): number[] =>
@@ -51,9 +53,10 @@ export async function listSamples(sql: Sql, query: SampleQuery): Promise<SampleP
   )`;
   const rows = sql`SELECT r.series_id, r.ts_ms, r.text FROM samples r
     WHERE r.series_id IN (SELECT id FROM cell) AND r.ts_ms >= ${from}::bigint AND r.ts_ms < ${to}::bigint`;
-  const chunks = sql`sample_chunks k CROSS JOIN LATERAL unnest(k.offsets, k.vals, k.texts) AS u(off, value, text)
+  const chunks = sql`sample_chunks k ${sql.unsafe(chunkUnnestSql("k", true))}
     WHERE k.series_id IN (SELECT id FROM cell) AND k.last_ms >= ${from}::bigint AND k.first_ms < ${to}::bigint
-      AND k.chunk_start_ms + u.off >= ${from}::bigint AND k.chunk_start_ms + u.off < ${to}::bigint`;
+      AND k.chunk_start_ms > ${from - CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}::bigint
+      AND ${sql.unsafe(chunkTimeSql("k"))} >= ${from}::bigint AND ${sql.unsafe(chunkTimeSql("k"))} < ${to}::bigint`;
   const [total] = await sql<{ n: string }[]>`
     WITH ${cell}
     SELECT (SELECT count(*) FROM (${rows}) AS r) + (SELECT count(*) FROM ${chunks}) AS n`;
@@ -64,7 +67,8 @@ export async function listSamples(sql: Sql, query: SampleQuery): Promise<SampleP
     x AS (
       ${rows}
       UNION ALL
-      SELECT k.series_id, k.chunk_start_ms + u.off, coalesce(u.text, vigil_sample_text(u.value)) FROM ${chunks}
+      SELECT k.series_id, ${sql.unsafe(chunkTimeSql("k"))},
+             coalesce(u.text, vigil_sample_text(${sql.unsafe(chunkValueSql("k"))})) FROM ${chunks}
     )
     SELECT x.ts_ms, x.text FROM x JOIN cell s ON s.id = x.series_id
     ORDER BY x.ts_ms, s.sampler_type, x.text COLLATE "C" LIMIT ${query.limit} OFFSET ${query.skip}`;

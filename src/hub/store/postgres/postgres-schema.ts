@@ -51,6 +51,21 @@ export const COMPACT_LOCK_KEY = 0x76_69_67_69_6c_03;
 export const sampleTextSql = (v: string): string =>
   `CASE WHEN ${v} = trunc(${v}) AND abs(${v}) <= 9007199254740991 THEN (${v})::bigint::text ELSE (${v})::text END`;
 
+/**
+ * The samples of a chunk row `k` (migration 6) as rows of `u`, in the chunk's order: `u.off`
+ * (listed time, or NULL), `u.val` (a double, or NULL), `u.ival` (a scaled integer, or NULL), with
+ * `texts` also `u.text`, and `u.ord`. {@link chunkTimeSql} and {@link chunkValueSql} read a sample's
+ * time and value from them.
+ */
+export const chunkUnnestSql = (k: string, texts: boolean): string =>
+  `CROSS JOIN LATERAL unnest(${k}.offsets, ${k}.vals, ${k}.ivals${texts ? `, ${k}.texts` : ""}) WITH ORDINALITY
+     AS u(off, val, ival${texts ? ", text" : ""}, ord)`;
+/** A chunk sample's time (epoch ms): listed, or on the chunk's regular step from its first time. */
+export const chunkTimeSql = (k: string): string =>
+  `${k}.chunk_start_ms + coalesce(u.off, (${k}.first_ms - ${k}.chunk_start_ms)::int + (u.ord::int - 1) * ${k}.step)`;
+/** A chunk sample's value: the double, or the integer over the chunk's power of ten (exact). */
+export const chunkValueSql = (k: string): string => `coalesce(u.val, u.ival / ${k}.scale)`;
+
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS vigil_migrations (
   version integer PRIMARY KEY,
   name text NOT NULL,
@@ -237,18 +252,23 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE OR REPLACE FUNCTION vigil_sample_text(v double precision) RETURNS text
          LANGUAGE sql IMMUTABLE PARALLEL SAFE SET extra_float_digits = 1
          AS $$ SELECT ${sampleTextSql("v")} $$`,
-      // One row per series and hour (by sample time) in which it has samples: their count, first
-      // and last time, times as ms after the hour (ascending), values (NULL: no number), texts
-      // (NULL: the value's rendering; the whole array NULL when every text is), and the count of
-      // values.
+      // One row per series and hour (by sample time) in which it has samples, in time order: their
+      // count and first and last time; their times as ms after the hour (`offsets`), or NULL when
+      // they are `step` ms apart from the first; their values as doubles (`vals`, NULL: no
+      // number), or, when every number is an integer over the power of ten `scale` exactly, those
+      // integers (`ivals`); their texts (NULL: the value's rendering; the whole array NULL when
+      // every text is); and the count of numbers.
       `CREATE TABLE IF NOT EXISTS sample_chunks (
          series_id integer NOT NULL,
          chunk_start_ms bigint NOT NULL,
          n integer NOT NULL,
          first_ms bigint NOT NULL,
          last_ms bigint NOT NULL,
-         offsets integer[] NOT NULL,
-         vals double precision[] NOT NULL,
+         step integer,
+         offsets integer[],
+         scale double precision,
+         vals double precision[],
+         ivals integer[],
          texts text[],
          v_count integer NOT NULL,
          PRIMARY KEY (series_id, chunk_start_ms)
@@ -257,7 +277,8 @@ export const MIGRATIONS: readonly Migration[] = [
       // pglz (the partitions take the parent's setting).
       `DO $$ BEGIN
          EXECUTE 'ALTER TABLE sample_chunks ALTER COLUMN offsets SET COMPRESSION lz4,
-                    ALTER COLUMN vals SET COMPRESSION lz4, ALTER COLUMN texts SET COMPRESSION lz4';
+                    ALTER COLUMN vals SET COMPRESSION lz4, ALTER COLUMN ivals SET COMPRESSION lz4,
+                    ALTER COLUMN texts SET COMPRESSION lz4';
        EXCEPTION WHEN OTHERS THEN NULL;
        END $$`,
       // A chunk partition for each week that has a row partition.
@@ -274,8 +295,9 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE OR REPLACE VIEW stored_samples AS
          SELECT series_id, ts_ms, value, text FROM samples
          UNION ALL
-         SELECT c.series_id, c.chunk_start_ms + u.off, u.value, coalesce(u.text, vigil_sample_text(u.value))
-         FROM sample_chunks c CROSS JOIN LATERAL unnest(c.offsets, c.vals, c.texts) AS u(off, value, text)`,
+         SELECT c.series_id, ${chunkTimeSql("c")}, ${chunkValueSql("c")},
+                coalesce(u.text, vigil_sample_text(${chunkValueSql("c")}))
+         FROM sample_chunks c ${chunkUnnestSql("c", true)}`,
     ],
   },
 ];

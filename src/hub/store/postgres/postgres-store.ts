@@ -55,6 +55,9 @@ import {
 import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
 import {
   COMPACT_LOCK_KEY,
+  chunkTimeSql,
+  chunkUnnestSql,
+  chunkValueSql,
   MIGRATE_LOCK_KEY,
   MIGRATIONS,
   MIGRATIONS_TABLE,
@@ -257,13 +260,16 @@ class PostgresStore implements Store {
         const [moved] = await tx<{ cut: string; kept: string }[]>`
           WITH cut AS (
             DELETE FROM sample_chunks WHERE chunk_start_ms < ${cutoff} AND first_ms < ${cutoff}
-            RETURNING series_id, chunk_start_ms, n, offsets, vals, texts
+            RETURNING *
           ),
           kept AS (
             INSERT INTO samples (series_id, ts_ms, value, text)
-            SELECT c.series_id, c.chunk_start_ms + u.off, u.value, coalesce(u.text, vigil_sample_text(u.value))
-            FROM cut c CROSS JOIN LATERAL unnest(c.offsets, c.vals, c.texts) AS u(off, value, text)
-            WHERE c.chunk_start_ms + u.off >= ${cutoff}
+            SELECT * FROM (
+              SELECT c.series_id, ${this.sql.unsafe(chunkTimeSql("c"))} AS ts_ms, ${this.sql.unsafe(chunkValueSql("c"))} AS value,
+                     coalesce(u.text, vigil_sample_text(${this.sql.unsafe(chunkValueSql("c"))})) AS text
+              FROM cut c ${this.sql.unsafe(chunkUnnestSql("c", true))}
+            ) AS s
+            WHERE s.ts_ms >= ${cutoff}
             RETURNING 1
           )
           SELECT coalesce((SELECT sum(n) FROM cut), 0)::text AS cut, (SELECT count(*) FROM kept)::text AS kept`;
