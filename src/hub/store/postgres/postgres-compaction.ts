@@ -22,7 +22,14 @@
  */
 import type { Sql, TransactionSql } from "postgres";
 import { closedSafe } from "./postgres-closed.js";
-import { createPartitions, partitionName, WEEK_MS, weekOf, weekStart } from "./postgres-partitions.js";
+import {
+  chunkPartitionName,
+  createPartitions,
+  partitionName,
+  WEEK_MS,
+  weekOf,
+  weekStart,
+} from "./postgres-partitions.js";
 import {
   COMPACT_LOCK_KEY,
   chunkTimeSql,
@@ -207,8 +214,26 @@ export async function compactSamples(
   for (const week of [...weeks].sort((a, b) => a - b)) {
     if (stop()) break;
     if (weekStart(week) + WEEK_MS <= before) await truncateEmptyWeek(sql, week);
+    // Fresh statistics of the week's chunks (the planner sizes a metric query's aggregate by them).
+    if (chunks > 0) await analyzeWeek(sql, week);
   }
   return { chunks, rows };
+}
+
+/**
+ * ANALYZE of a week's chunk partition, of its scalar columns: statistics of the arrays' elements
+ * would cost more to collect than any plan gains from them. One that retention dropped meanwhile
+ * is left.
+ */
+async function analyzeWeek(sql: Sql, week: number): Promise<void> {
+  try {
+    // From an integer: no client text in the statement.
+    await sql.unsafe(
+      `ANALYZE ${chunkPartitionName(week)} (series_id, chunk_start_ms, n, first_ms, last_ms, step, scale, v_count)`,
+    );
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "42P01") throw error;
+  }
 }
 
 /**
@@ -237,9 +262,9 @@ async function truncateEmptyWeek(sql: Sql, week: number): Promise<void> {
 
 /**
  * Runs {@link compactSamples} for a store: after commits that wrote into closed hours
- * ({@link Compactor.wrote}), every {@link COMPACT_INTERVAL_MS}, and when asked
- * ({@link Compactor.compact}). One run at a time; a failed background run (PostgreSQL
- * unreachable, say) is tried again at the next occasion.
+ * ({@link Compactor.wrote}) and every {@link COMPACT_INTERVAL_MS}. One run at a time (a run asked
+ * for meanwhile follows it); a failed run (PostgreSQL unreachable, say) is tried again at the next
+ * occasion.
  */
 export class Compactor {
   private running: Promise<CompactionCounts> | undefined;
@@ -266,12 +291,6 @@ export class Compactor {
   /** A commit wrote samples, the earliest at `earliestMs`: a run follows if its hour is closed. */
   wrote(earliestMs: number): void {
     if (earliestMs < closedBefore(this.now())) this.schedule();
-  }
-
-  /** Compacts every closed hour now (after the run in progress); resolves with what it did. */
-  async compact(): Promise<CompactionCounts> {
-    if (this.running !== undefined) await this.running.catch(() => undefined);
-    return this.run();
   }
 
   /** Stops the timers and waits for the run in progress, which stops after its current step. */
