@@ -25,7 +25,8 @@
  *  - the PT5M query of every series (avg, max, count, p95 per row and column, 288 buckets): vigil's
  *    `POST /v0/metrics/query` grouped per row, VictoriaMetrics' `/api/v1/query_range` with step 5m
  *    of `avg_over_time`, `max_over_time`, `count_over_time` and `quantile_over_time(0.95, …)` over
- *    [5m] in one `union`; ms per full answer, the median of QUERY_RUNS after one warm-up;
+ *    [5m] in one `union`; ms per full answer, the median of QUERY_RUNS after one warm-up (on
+ *    PostgreSQL after a CHECKPOINT, as store-query.bench.ts does);
  *  - bytes on disk per sample: vigil's store files after the hub stopped (DuckDB checkpoints on
  *    close), or the PostgreSQL database's growth after a CHECKPOINT (WAL aside); VictoriaMetrics'
  *    whole storage dir after a force_flush, once its size has held still for 5 s (its parts reach
@@ -527,6 +528,9 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
       for (const [pid, s] of await pgBackendsCpu(sql)) cpu += s - (backendsBefore.get(pid) ?? 0);
     }
 
+    // As in store-query: a checkpoint first, so no spread checkpoint of the backfill's writes runs
+    // under the timed query.
+    if (sql !== undefined) await sql`CHECKPOINT`;
     const q = await timedQuery(() => query(vigilMetricQuery(data.shape)));
     const peakRssMiB = hub.peakRssMiB();
     let bytes: number;
