@@ -133,8 +133,8 @@ function assertSameAnswers(
       })),
     );
   assert.deepEqual(strip(actual[1]), strip(expected[1]));
-  actual[1].forEach((rows, i) =>
-    rows.forEach((row, j) => {
+  for (const [i, rows] of actual[1].entries()) {
+    for (const [j, row] of rows.entries()) {
       for (const [k, v] of Object.entries(row.values)) {
         const w = expected[1][i]?.[j]?.values[k];
         if (EXACT.has(k) || v === w) continue;
@@ -143,8 +143,8 @@ function assertSameAnswers(
           `${k}: ${v} after, ${w} before`,
         );
       }
-    }),
-  );
+    }
+  }
 }
 
 /** Both readings of a store: its listings and its metric answers. */
