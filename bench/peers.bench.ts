@@ -19,11 +19,14 @@
  *    `/api/v1/import` bodies of 20 series (JSON lines) and then `/internal/force_flush`; each on one
  *    connection, one body after another;
  *  - server CPU seconds to queryable: utime + stime of the server process (/proc/PID/stat), and
- *    with PostgreSQL of the database's backends serving the hub too, over the same span;
+ *    with PostgreSQL of the database's backends serving the hub too, over the same span and on
+ *    until the hub's store has compacted every sample into chunks (the day is in the past, so all
+ *    of its hours are closed: no row partition left holding data); the query and the bytes follow;
  *  - the PT5M query of every series (avg, max, count, p95 per row and column, 288 buckets): vigil's
  *    `POST /v0/metrics/query` grouped per row, VictoriaMetrics' `/api/v1/query_range` with step 5m
  *    of `avg_over_time`, `max_over_time`, `count_over_time` and `quantile_over_time(0.95, …)` over
- *    [5m] in one `union`; ms per full answer, the median of QUERY_RUNS after one warm-up;
+ *    [5m] in one `union`; ms per full answer, the median of QUERY_RUNS after one warm-up (on
+ *    PostgreSQL after a CHECKPOINT, as store-query.bench.ts does);
  *  - bytes on disk per sample: vigil's store files after the hub stopped (DuckDB checkpoints on
  *    close), or the PostgreSQL database's growth after a CHECKPOINT (WAL aside); VictoriaMetrics'
  *    whole storage dir after a force_flush, once its size has held still for 5 s (its parts reach
@@ -87,6 +90,7 @@ const KILL_AFTER_MS = 15_000;
 const RSS_POLL_MS = 250;
 const SETTLE_STABLE_MS = 5_000; // VictoriaMetrics' dir size unchanged this long counts as merged
 const SETTLE_MAX_MS = 30_000;
+const COMPACTED_TIMEOUT_MS = 600_000; // from a full count to every sample compacted (PostgreSQL)
 const RETRY_503_MAX = 20;
 const RETRY_AFTER_CAP_MS = 5_000;
 const LOG_TAIL_CHARS = 8_192;
@@ -425,6 +429,23 @@ async function pgBackendsCpu(sql: postgres.Sql): Promise<Map<number, number>> {
   return out;
 }
 
+/**
+ * Until the hub's PostgreSQL store has compacted every sample (postgres-compaction.ts): the row
+ * partitions hold no data and have given their space back (a compacted closed week is truncated).
+ */
+async function untilCompacted(sql: postgres.Sql): Promise<void> {
+  const deadline = Date.now() + COMPACTED_TIMEOUT_MS;
+  for (;;) {
+    const [row] = await sql<{ bytes: string }[]>`
+      SELECT coalesce(sum(pg_relation_size(i.inhrelid)), 0)::text AS bytes
+      FROM pg_inherits i WHERE i.inhparent = 'samples'::regclass`;
+    if (Number(row?.bytes ?? 0) === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(`vigil did not compact its samples in ${COMPACTED_TIMEOUT_MS} ms`);
+    await delay(POLL_MS);
+  }
+}
+
 /** vigil: a hub on a fresh data dir (and `pg`'s database when given). */
 async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; answer: VigilAnswer }> {
   const dir = mkdtempSync(join(tmpdir(), "vigil-bench-peers-"));
@@ -501,11 +522,21 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     await untilCount("vigil", data.samples, count);
     const seconds = (performance.now() - started) / 1000;
     const loadPeakRssMiB = hub.peakRssMiB();
+    if (sql !== undefined) {
+      const compacting = performance.now();
+      await untilCompacted(sql);
+      console.log(
+        `# vigil (PostgreSQL): compacted ${round1((performance.now() - compacting) / 1000)} s after a full count`,
+      );
+    }
     let cpu = hub.cpuSeconds() - cpuBefore;
     if (sql !== undefined) {
       for (const [pid, s] of await pgBackendsCpu(sql)) cpu += s - (backendsBefore.get(pid) ?? 0);
     }
 
+    // As in store-query: a checkpoint first, so no spread checkpoint of the backfill's writes runs
+    // under the timed query.
+    if (sql !== undefined) await sql`CHECKPOINT`;
     const q = await timedQuery(() => query(vigilMetricQuery(data.shape)));
     const peakRssMiB = hub.peakRssMiB();
     let bytes: number;

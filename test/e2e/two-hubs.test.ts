@@ -104,7 +104,9 @@ hub:
   };
   /** Samples in the database itself, whichever hub wrote them. */
   const rowsInDatabase = async (): Promise<number> => {
-    const rows = await (db as PgTestDatabase).sql<{ n: string }[]>`SELECT count(*)::text AS n FROM samples`;
+    const rows = await (db as PgTestDatabase).sql<
+      { n: string }[]
+    >`SELECT count(*)::text AS n FROM stored_samples`;
     return Number(rows[0]?.n);
   };
   const countAll = async (url: string): Promise<number> => {

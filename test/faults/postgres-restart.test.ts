@@ -159,7 +159,7 @@ describe("fault: PostgreSQL restarted under load", { skip, timeout: 170_000 }, (
     sql = postgres(storeUrl, { max: 1, onnotice: () => undefined });
     const valuesOf = async (entity: string): Promise<number[]> => {
       const rows = await (sql as postgres.Sql)<{ text: string }[]>`
-        SELECT s.text FROM samples s JOIN series r ON r.id = s.series_id JOIN entities e ON e.id = r.entity_id
+        SELECT s.text FROM stored_samples s JOIN series r ON r.id = s.series_id JOIN entities e ON e.id = r.entity_id
         WHERE e.managed_entity = ${entity} AND r.column_name = ${PUSH.column}`;
       return rows.map((r) => Number(r.text));
     };

@@ -62,6 +62,8 @@ import {
   type ZoneOffsets,
 } from "../core/zone-offsets.js";
 import type { AggregationName, MetricQueryPlan, TimeWindow } from "../store.js";
+import { CHUNK_MS } from "./postgres-compaction.js";
+import { chunkTimeSql, chunkUnnestSql, chunkValueSql } from "./postgres-schema.js";
 
 /** A statement with positional parameters, for `sql.unsafe(text, params)`. */
 export interface PgStatement {
@@ -391,9 +393,9 @@ export function buildPgMetricQuery(
   const lookup = strategy.lookup;
   const series: SeriesSql =
     lookup === null
-      ? { from: "samples x JOIN keyed m ON m.series_id = x.series_id", gid: "m.gid", where: "" }
+      ? { join: "JOIN keyed m ON m.series_id = x.series_id", gid: "m.gid", where: "" }
       : {
-          from: "samples x",
+          join: "",
           gid: `(SELECT a FROM gids)[x.series_id + ${p(1 - lookup.minId)}::int]`,
           // Outside the array a subscript is NULL: the group of a series made since the ids were
           // counted, which no key joins (a sample of a series no group takes has group 0).
@@ -473,12 +475,12 @@ function percentileSql(k: string, sorted: boolean): string {
 }
 
 /**
- * How a scan finds a sample's group number: `from` (samples as `x`), the `gid` expression, extra
- * conditions on `x` (`where`, starting with AND) and, if some samples it reads belong to no group,
- * the condition on `gid` that keeps the others.
+ * How a scan finds a sample's group number: a `join` after the samples (as `x`), the `gid`
+ * expression, extra conditions on `x` (`where`, starting with AND) and, if some samples it reads
+ * belong to no group, the condition on `gid` that keeps the others.
  */
 interface SeriesSql {
-  readonly from: string;
+  readonly join: string;
   readonly gid: string;
   readonly where: string;
   readonly matchedOnly?: string | undefined;
@@ -552,12 +554,47 @@ function segmentScan(
         ]),
   ];
   const where = conditions.length === 0 ? "" : `\n    WHERE ${conditions.join(" AND ")}`;
+  const from = big(head.from);
+  const to = big(last.to);
   return `SELECT gid, value, ts_ms, ${bucketSql} AS bucket_ms
     FROM (SELECT *, ${floor} AS b_ms
       FROM (SELECT ${series.gid} AS gid, x.value, x.ts_ms, ${columns.join(", ")}
-        FROM ${series.from}
-        WHERE x.value IS NOT NULL AND x.ts_ms >= ${big(head.from)} AND x.ts_ms < ${big(last.to)}${series.where}
+        FROM ${numberSamplesSql(from, to)} ${series.join}
+        WHERE true${series.where}
       ) AS s0) AS s1${where}`;
+}
+
+/**
+ * The samples with a number in [`from`, `to`) (bigint expressions) as `x (series_id, ts_ms,
+ * value)`: the rows, and the values of the chunks whose span meets the range (postgres-compaction.ts;
+ * the condition on `chunk_start_ms` prunes the weekly partitions). A chunk wholly inside the range
+ * skips the test of each sample's time, and one of numbers only the test of each value.
+ */
+function numberSamplesSql(from: string, to: string): string {
+  const chunks = (unnest: string, ts: string, value: string, form: string): string => `
+        SELECT c.series_id, c.ts_ms, c.value FROM (
+          SELECT k.series_id, k.n, k.v_count, k.first_ms, k.last_ms, ${ts} AS ts_ms, ${value} AS value
+          FROM sample_chunks k ${unnest}
+          WHERE k.chunk_start_ms > ${from} - ${CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}
+            AND k.v_count > 0 AND k.last_ms >= ${from} AND k.first_ms < ${to} AND ${form}
+        ) AS c
+        WHERE (c.v_count = c.n OR c.value IS NOT NULL)
+          AND ((c.first_ms >= ${from} AND c.last_ms < ${to}) OR (c.ts_ms >= ${from} AND c.ts_ms < ${to}))`;
+  return `(SELECT r.series_id, r.ts_ms, r.value FROM samples r
+          WHERE r.value IS NOT NULL AND r.ts_ms >= ${from} AND r.ts_ms < ${to}
+        UNION ALL${chunks(
+          "CROSS JOIN LATERAL unnest(k.ivals) WITH ORDINALITY AS u(ival, ord)",
+          "k.first_ms + (u.ord - 1) * k.step",
+          "u.ival / k.scale",
+          "k.step IS NOT NULL AND k.ivals IS NOT NULL",
+        )}
+        UNION ALL${chunks(
+          chunkUnnestSql("k", false),
+          chunkTimeSql("k"),
+          chunkValueSql("k"),
+          "(k.step IS NULL OR k.ivals IS NULL)",
+        )}
+        ) AS x`;
 }
 
 /** The largest bigint: count-bucket products above it are computed in numeric. */

@@ -20,6 +20,7 @@ import { splitInstant } from "../core/bucket-grid.js";
 import { fixedZoneOffsets, parseZone, type ScanWindow, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
+import { CHUNK_MS } from "./postgres-compaction.js";
 import {
   buildPgMatchedSeriesQuery,
   buildPgMetricQuery,
@@ -246,14 +247,20 @@ async function zoneOffsets(sql: Sql, zone: string, windows: readonly ScanWindow[
 
 /**
  * An estimate of the samples `plan` reads (every series counted: it only chooses how to run an
- * exact query), the larger of two: the planner's row estimate for the range (from the partitions'
- * statistics; too low for data written since they were last analyzed) and each touched
- * partition's size at the smallest size a sample takes, prorated to the part of its week inside
- * the range (too low when a week's samples crowd into the range).
+ * exact query): the samples of the chunks whose hour is in the range (exact: a chunk row holds its
+ * count), plus the rows not compacted yet, the larger of two estimates: the planner's row estimate
+ * for the range (from the partitions' statistics; too low for data written since they were last
+ * analyzed) and each touched row partition's size at the smallest size a sample takes, prorated to
+ * the part of its week inside the range (too low when a week's samples crowd into the range).
  */
 async function estimatedSamples(sql: Sql, plan: MetricQueryPlan, weeks: readonly number[]): Promise<number> {
-  const sizes = await sql<{ name: string; bytes: string | null }[]>`
-    SELECT n AS name, pg_relation_size(to_regclass(n)) AS bytes FROM unnest(${weeks.map(partitionName)}::text[]) AS n`;
+  const [sizes, chunked] = await Promise.all([
+    sql<{ name: string; bytes: string | null }[]>`
+      SELECT n AS name, pg_relation_size(to_regclass(n)) AS bytes FROM unnest(${weeks.map(partitionName)}::text[]) AS n`,
+    sql<{ n: string | null }[]>`
+      SELECT sum(n)::text AS n FROM sample_chunks
+      WHERE chunk_start_ms > ${plan.from - CHUNK_MS}::bigint AND chunk_start_ms < ${plan.to}::bigint`,
+  ]);
   const byName = new Map(sizes.map((r) => [r.name, Number(r.bytes ?? 0)]));
   let prorated = 0;
   for (const w of weeks) {
@@ -268,5 +275,5 @@ async function estimatedSamples(sql: Sql, plan: MetricQueryPlan, weeks: readonly
   const parsed = (typeof json === "string" ? JSON.parse(json) : json) as {
     Plan?: { "Plan Rows"?: number };
   }[];
-  return Math.max(prorated, Number(parsed[0]?.Plan?.["Plan Rows"] ?? 0));
+  return Number(chunked[0]?.n ?? 0) + Math.max(prorated, Number(parsed[0]?.Plan?.["Plan Rows"] ?? 0));
 }

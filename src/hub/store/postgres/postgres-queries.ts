@@ -10,7 +10,9 @@ import type { Sql } from "postgres";
 import { asEntityId, asEpochMs, type EntityId } from "../../../ids.js";
 import { METRIC_NAMES_CTE } from "../dataviews.js";
 import type { EntitySeverity, MetricName, RowNameQuery, SamplePage, SampleQuery } from "../store.js";
+import { CHUNK_MS } from "./postgres-compaction.js";
 import { MAX_INT4 } from "./postgres-events.js";
+import { chunkTimeSql, chunkUnnestSql, chunkValueSql } from "./postgres-schema.js";
 
 /** The ids an `integer` column can hold; others name no entity. */
 export const storableIds = (ids: readonly number[]): number[] =>
@@ -33,25 +35,46 @@ export async function latestSeverities(sql: Sql): Promise<EntitySeverity[]> {
   }));
 }
 
-/** Raw samples of one cell of one entity: time, then sampler type, then text (one order in every store). */
+/**
+ * Raw samples of one cell of one entity: time, then sampler type, then text (one order in every
+ * store). Rows and chunks (postgres-compaction.ts) alike: a chunk is unnested only when its span
+ * meets the range, and a text it left out is rendered from the value.
+ */
 export async function listSamples(sql: Sql, query: SampleQuery): Promise<SamplePage> {
   if (storableIds([query.entity]).length === 0) return { totalCount: 0, samples: [] };
   const c = query.cell;
-  const where = sql`s.entity_id = ${query.entity} AND s.sampler = ${c.sampler}
-    AND (${c.samplerType === null}::boolean OR s.sampler_type = ${c.samplerType ?? ""})
-    AND s.dataview = ${c.dataview} AND s.row_name = ${c.row ?? ""} AND s.column_name = ${c.column}
-    AND x.ts_ms >= ${query.from ?? Number.MIN_SAFE_INTEGER}::bigint
-    AND x.ts_ms < ${query.to ?? Number.MAX_SAFE_INTEGER}::bigint`;
+  const from = query.from ?? Number.MIN_SAFE_INTEGER;
+  const to = query.to ?? Number.MAX_SAFE_INTEGER;
+  const cell = sql`cell AS MATERIALIZED (
+    SELECT s.id, s.sampler_type FROM series s
+    WHERE s.entity_id = ${query.entity} AND s.sampler = ${c.sampler}
+      AND (${c.samplerType === null}::boolean OR s.sampler_type = ${c.samplerType ?? ""})
+      AND s.dataview = ${c.dataview} AND s.row_name = ${c.row ?? ""} AND s.column_name = ${c.column}
+  )`;
+  const rows = sql`SELECT r.series_id, r.ts_ms, r.text FROM samples r
+    WHERE r.series_id IN (SELECT id FROM cell) AND r.ts_ms >= ${from}::bigint AND r.ts_ms < ${to}::bigint`;
+  const chunks = sql`sample_chunks k ${sql.unsafe(chunkUnnestSql("k", true))}
+    WHERE k.series_id IN (SELECT id FROM cell) AND k.last_ms >= ${from}::bigint AND k.first_ms < ${to}::bigint
+      AND k.chunk_start_ms > ${from - CHUNK_MS}::bigint AND k.chunk_start_ms < ${to}::bigint
+      AND ${sql.unsafe(chunkTimeSql("k"))} >= ${from}::bigint AND ${sql.unsafe(chunkTimeSql("k"))} < ${to}::bigint`;
   const [total] = await sql<{ n: string }[]>`
-    SELECT count(*) AS n FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}`;
+    WITH ${cell}
+    SELECT (SELECT count(*) FROM (${rows}) AS r) + (SELECT count(*) FROM ${chunks}) AS n`;
   // Texts of one instant are ordered by code point (COLLATE "C", as DuckDB orders them), not by
   // the database's locale: both stores answer a page alike whatever locale the database has.
-  const rows = await sql<{ ts_ms: string; text: string }[]>`
-    SELECT x.ts_ms, x.text FROM samples x JOIN series s ON s.id = x.series_id WHERE ${where}
+  const page = await sql<{ ts_ms: string; text: string }[]>`
+    WITH ${cell},
+    x AS (
+      ${rows}
+      UNION ALL
+      SELECT k.series_id, ${sql.unsafe(chunkTimeSql("k"))},
+             coalesce(u.text, vigil_sample_text(${sql.unsafe(chunkValueSql("k"))})) FROM ${chunks}
+    )
+    SELECT x.ts_ms, x.text FROM x JOIN cell s ON s.id = x.series_id
     ORDER BY x.ts_ms, s.sampler_type, x.text COLLATE "C" LIMIT ${query.limit} OFFSET ${query.skip}`;
   return {
     totalCount: Number(total?.n ?? 0),
-    samples: rows.map((r) => ({ at: asEpochMs(Number(r.ts_ms)), text: r.text })),
+    samples: page.map((r) => ({ at: asEpochMs(Number(r.ts_ms)), text: r.text })),
   };
 }
 
@@ -109,7 +132,8 @@ export async function listRowNames(sql: Sql, query: RowNameQuery): Promise<strin
   const since =
     query.updatedSince === undefined
       ? sql``
-      : sql`AND EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.ts_ms >= ${query.updatedSince}::bigint)`;
+      : sql`AND (EXISTS (SELECT 1 FROM samples x WHERE x.series_id = s.id AND x.ts_ms >= ${query.updatedSince}::bigint)
+             OR EXISTS (SELECT 1 FROM sample_chunks k WHERE k.series_id = s.id AND k.last_ms >= ${query.updatedSince}::bigint))`;
   const rows = await sql<{ row_name: string }[]>`
     SELECT DISTINCT s.row_name FROM series s
     WHERE s.entity_id = ANY(${ids}::int[]) AND s.sampler = ${query.sampler}

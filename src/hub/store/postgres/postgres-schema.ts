@@ -18,6 +18,8 @@
  *   5.1 and 5.3 ask and as DuckDB sorts, whatever the database's default collation.
  * - Attributes, event targets' filters and payloads are `json` (kept as written, key order
  *   included), not `jsonb`, so both stores return them alike.
+ * - Samples are rows of `samples` as written until compaction moves each series's closed hour into
+ *   one `sample_chunks` row (version 6, postgres-compaction.ts); the `stored_samples` view shows both.
  * - Message ids: `message_origins` holds one row per gateway run that a claim locks (`FOR
  *   UPDATE`), so two hubs claiming seqs of one origin take turns, and `message_ranges` the runs of
  *   seqs (src/hub/store/seq-ranges.ts); hashes are rows of `message_digests` (a uuid of the first
@@ -37,6 +39,32 @@ export interface Migration {
 /** The advisory lock key of `migrate()` and of partition creation: "vigil" in ASCII, then 1 and 2. */
 export const MIGRATE_LOCK_KEY = 0x76_69_67_69_6c_01;
 export const PARTITION_LOCK_KEY = 0x76_69_67_69_6c_02;
+/** The advisory lock key of compaction (postgres-compaction.ts): one compacting session at a time. */
+export const COMPACT_LOCK_KEY = 0x76_69_67_69_6c_03;
+
+/**
+ * The text PostgreSQL renders a stored double as, for a sample whose text a chunk leaves out: the
+ * integer's digits up to 2^53 − 1, else the shortest digits that read back as the double (`float8`
+ * output with `extra_float_digits` ≥ 1). A chunk keeps a sample's text as NULL only when it is
+ * exactly this rendering, so reading it back gives the text byte for byte. `v` is an SQL expression.
+ */
+export const sampleTextSql = (v: string): string =>
+  `CASE WHEN ${v} = trunc(${v}) AND abs(${v}) <= 9007199254740991 THEN (${v})::bigint::text ELSE (${v})::text END`;
+
+/**
+ * The samples of a chunk row `k` (migration 6) as rows of `u`, in the chunk's order: `u.off`
+ * (listed time, or NULL), `u.val` (a double, or NULL), `u.ival` (a scaled integer, or NULL), with
+ * `texts` also `u.text`, and `u.ord`. {@link chunkTimeSql} and {@link chunkValueSql} read a sample's
+ * time and value from them.
+ */
+export const chunkUnnestSql = (k: string, texts: boolean): string =>
+  `CROSS JOIN LATERAL unnest(${k}.offsets, ${k}.vals, ${k}.ivals${texts ? `, ${k}.texts` : ""}) WITH ORDINALITY
+     AS u(off, val, ival${texts ? ", text" : ""}, ord)`;
+/** A chunk sample's time (epoch ms): listed, or on the chunk's regular step from its first time. */
+export const chunkTimeSql = (k: string): string =>
+  `${k}.chunk_start_ms + coalesce(u.off, (${k}.first_ms - ${k}.chunk_start_ms)::int + (u.ord::int - 1) * ${k}.step)`;
+/** A chunk sample's value: the double, or the integer over the chunk's power of ten (exact). */
+export const chunkValueSql = (k: string): string => `coalesce(u.val, u.ival / ${k}.scale)`;
 
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS vigil_migrations (
   version integer PRIMARY KEY,
@@ -211,6 +239,65 @@ export const MIGRATIONS: readonly Migration[] = [
             WHERE key NOT IN ('svc.os-type', 'svc.hostname')),
            '{}'::json)
          WHERE attributes->>'svc.os-type' IS NOT NULL OR attributes->>'svc.hostname' IS NOT NULL`,
+    ],
+  },
+  {
+    version: 6,
+    name: "samples compacted into chunks per series and hour",
+    statements: [
+      // Fresh samples stay rows of `samples` (COPY writes them); compaction
+      // (postgres-compaction.ts) moves the rows of each series and closed hour into one chunk row.
+      // Every statement can run again on a database that has its objects.
+      // The rendering of sampleTextSql, with the float output setting fixed whatever the session's.
+      `CREATE OR REPLACE FUNCTION vigil_sample_text(v double precision) RETURNS text
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE SET extra_float_digits = 1
+         AS $$ SELECT ${sampleTextSql("v")} $$`,
+      // One row per series and hour (by sample time) in which it has samples, in time order: their
+      // count and first and last time; their times as ms after the hour (`offsets`), or NULL when
+      // they are `step` ms apart from the first; their values as doubles (`vals`, NULL: no
+      // number), or, when every number is an integer over the power of ten `scale` exactly, those
+      // integers (`ivals`); their texts (NULL: the value's rendering; the whole array NULL when
+      // every text is); and the count of numbers.
+      `CREATE TABLE IF NOT EXISTS sample_chunks (
+         series_id integer NOT NULL,
+         chunk_start_ms bigint NOT NULL,
+         n integer NOT NULL,
+         first_ms bigint NOT NULL,
+         last_ms bigint NOT NULL,
+         step integer,
+         offsets integer[],
+         scale double precision,
+         vals double precision[],
+         ivals integer[],
+         texts text[],
+         v_count integer NOT NULL,
+         PRIMARY KEY (series_id, chunk_start_ms)
+       ) PARTITION BY RANGE (chunk_start_ms)`,
+      // lz4 compresses the arrays faster than pglz and better; a server built without it keeps
+      // pglz (the partitions take the parent's setting).
+      `DO $$ BEGIN
+         EXECUTE 'ALTER TABLE sample_chunks ALTER COLUMN offsets SET COMPRESSION lz4,
+                    ALTER COLUMN vals SET COMPRESSION lz4, ALTER COLUMN ivals SET COMPRESSION lz4,
+                    ALTER COLUMN texts SET COMPRESSION lz4';
+       EXCEPTION WHEN OTHERS THEN NULL;
+       END $$`,
+      // A chunk partition for each week that has a row partition.
+      `DO $$ DECLARE p record; BEGIN
+         FOR p IN SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) AS bound
+                  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                  WHERE i.inhparent = 'samples'::regclass AND c.relname ~ '^samples_wm?[0-9]+$'
+         LOOP
+           EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF sample_chunks %s',
+                          'sample_chunks_' || substr(p.relname, 9), p.bound);
+         END LOOP;
+       END $$`,
+      // Every stored sample, one row each, from either form.
+      `CREATE OR REPLACE VIEW stored_samples AS
+         SELECT series_id, ts_ms, value, text FROM samples
+         UNION ALL
+         SELECT c.series_id, ${chunkTimeSql("c")}, ${chunkValueSql("c")},
+                coalesce(u.text, vigil_sample_text(${chunkValueSql("c")}))
+         FROM sample_chunks c ${chunkUnnestSql("c", true)}`,
     ],
   },
 ];

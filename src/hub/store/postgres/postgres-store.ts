@@ -41,9 +41,11 @@ import type {
   StoreTransaction,
 } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
+import { COMPACT_DELAY_MS, Compactor } from "./postgres-compaction.js";
 import { listEvents, MAX_INT4 } from "./postgres-events.js";
 import { queryPgMetrics } from "./postgres-metrics.js";
 import {
+  chunkPartitionName,
   listPartitions,
   PARTITION_LOCK_TIMEOUT,
   partitionName,
@@ -52,6 +54,10 @@ import {
 } from "./postgres-partitions.js";
 import { latestSeverities, listMetricNames, listRowNames, listSamples } from "./postgres-queries.js";
 import {
+  COMPACT_LOCK_KEY,
+  chunkTimeSql,
+  chunkUnnestSql,
+  chunkValueSql,
   MIGRATE_LOCK_KEY,
   MIGRATIONS,
   MIGRATIONS_TABLE,
@@ -73,6 +79,11 @@ export interface PostgresStoreOptions {
   readonly maxSeriesPerEntity?: number;
   /** Entries of the series-id cache; default `SERIES_CACHE_ENTRIES` (200 000); 0 turns it off. */
   readonly seriesCacheEntries?: number;
+  /**
+   * From a commit that wrote samples into a closed hour to the compaction that follows, and to the
+   * first compaction after `migrate()`; default `COMPACT_DELAY_MS` (postgres-compaction.ts).
+   */
+  readonly compactDelayMs?: number;
 }
 
 /**
@@ -92,7 +103,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     // `socket` is a documented option (the client's README, "Custom socket") its types lack.
     ...({ socket: (target: PgSocketTarget) => noDelaySocket(target) } as object),
   });
-  return new PostgresStore(sql, maxSeriesPerEntity, seriesCacheEntries);
+  return new PostgresStore(sql, maxSeriesPerEntity, seriesCacheEntries, options.compactDelayMs);
 }
 
 interface EntityRow {
@@ -119,14 +130,18 @@ class PostgresStore implements Store {
     (await this.sql<{ name: string }[]>`SELECT name FROM pg_timezone_names`).map((r) => r.name),
   );
   private closed = false;
+  /** Moves closed hours of sample rows into chunks (postgres-compaction.ts), from `migrate()` on. */
+  private readonly compactor: Compactor;
 
   constructor(
     private readonly sql: Sql,
     private readonly maxSeriesPerEntity: number,
     seriesCacheEntries: number,
+    compactDelayMs: number = COMPACT_DELAY_MS,
   ) {
     // By row of series, weighing the row's columns: the bound stays one of series.
     this.series = rowSeriesCache(seriesCacheEntries);
+    this.compactor = new Compactor(sql, compactDelayMs);
   }
 
   migrate(): Promise<readonly string[]> {
@@ -147,6 +162,7 @@ class PostgresStore implements Store {
         }),
       );
       await this.loadCaches();
+      this.compactor.start();
       return [];
     });
   }
@@ -187,7 +203,10 @@ class PostgresStore implements Store {
           }),
         );
         // Cache changes become visible only after COMMIT, so a rolled-back batch leaves no stale ids.
-        if (tx !== undefined) this.apply(tx.pending);
+        if (tx !== undefined) {
+          this.apply(tx.pending);
+          this.compactor.wrote(tx.earliestSampleMs);
+        }
         return result as T;
       } catch (error) {
         // "no partition of relation … found for row", or the week's partition that a COPY names
@@ -206,9 +225,11 @@ class PostgresStore implements Store {
   }
 
   /**
-   * Drops the weekly partitions wholly older than `cutoff` (a short lock on `samples` each, under
-   * the partition lock, waiting at most the partition lock timeout), then deletes the older rows of
-   * the week that holds the cutoff, and the older events.
+   * Drops the weekly partitions (rows and chunks) wholly older than `cutoff` (a short lock on the
+   * parents each, under the partition lock, waiting at most the partition lock timeout), then, under
+   * the compaction lock, deletes the older rows of the week that holds the cutoff and its chunks
+   * with older samples (moving a chunk's samples from the cutoff on back to rows, compacted again
+   * later), and the older events.
    */
   async deleteBefore(cutoff: EpochMs): Promise<{ samples: number; events: number }> {
     if (this.closed) throw new Error("PostgreSQL store is closed");
@@ -216,21 +237,47 @@ class PostgresStore implements Store {
     const weeks = [...(await listPartitions(this.sql))].sort((a, b) => a - b);
     for (const week of weeks) {
       if (weekStart(week) + WEEK_MS > cutoff) break;
-      const table = partitionName(week); // computed from an integer: no client text in the DDL
+      // Computed from an integer: no client text in the DDL.
+      const [rows, chunks] = [partitionName(week), chunkPartitionName(week)];
       await this.sql.begin(
         closedSafe(async (tx) => {
           await tx.unsafe(`SET LOCAL lock_timeout = '${PARTITION_LOCK_TIMEOUT}'`);
           await tx`SELECT pg_advisory_xact_lock(${PARTITION_LOCK_KEY}::bigint)`;
-          const [row] = await tx.unsafe<{ n: string }[]>(`SELECT count(*)::text AS n FROM ${table}`);
-          await tx.unsafe(`DROP TABLE IF EXISTS ${table}`);
+          const [row] = await tx.unsafe<{ n: string }[]>(
+            `SELECT ((SELECT count(*) FROM ${rows}) + coalesce((SELECT sum(n) FROM ${chunks}), 0))::text AS n`,
+          );
+          await tx.unsafe(`DROP TABLE IF EXISTS ${rows}`);
+          await tx.unsafe(`DROP TABLE IF EXISTS ${chunks}`);
           samples += Number(row?.n ?? 0);
         }),
       );
       this.partitions.delete(week);
     }
-    const rows = await this.sql`DELETE FROM samples WHERE ts_ms < ${cutoff}`;
+    samples += (await this.sql.begin(
+      closedSafe(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${COMPACT_LOCK_KEY}::bigint)`;
+        const rows = await tx`DELETE FROM samples WHERE ts_ms < ${cutoff}`;
+        const [moved] = await tx<{ cut: string; kept: string }[]>`
+          WITH cut AS (
+            DELETE FROM sample_chunks WHERE chunk_start_ms < ${cutoff} AND first_ms < ${cutoff}
+            RETURNING *
+          ),
+          kept AS (
+            INSERT INTO samples (series_id, ts_ms, value, text)
+            SELECT * FROM (
+              SELECT c.series_id, ${this.sql.unsafe(chunkTimeSql("c"))} AS ts_ms, ${this.sql.unsafe(chunkValueSql("c"))} AS value,
+                     coalesce(u.text, vigil_sample_text(${this.sql.unsafe(chunkValueSql("c"))})) AS text
+              FROM cut c ${this.sql.unsafe(chunkUnnestSql("c", true))}
+            ) AS s
+            WHERE s.ts_ms >= ${cutoff}
+            RETURNING 1
+          )
+          SELECT coalesce((SELECT sum(n) FROM cut), 0)::text AS cut, (SELECT count(*) FROM kept)::text AS kept`;
+        return rows.count + Number(moved?.cut ?? 0) - Number(moved?.kept ?? 0);
+      }),
+    )) as number;
     const events = await this.sql`DELETE FROM events WHERE at_ms < ${cutoff}`;
-    return { samples: samples + rows.count, events: events.count };
+    return { samples, events: events.count };
   }
 
   async listEvents(query: EventQuery): Promise<EventRecord[]> {
@@ -348,6 +395,7 @@ class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.compactor.close();
     await this.writes.idle();
     await this.sql.end({ timeout: 5 });
   }

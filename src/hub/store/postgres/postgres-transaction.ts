@@ -72,7 +72,7 @@ export interface PgCaches {
    * (`numeric_series`): a numeric sample then flips the flag once (one sign test per sample).
    */
   readonly series: RecencyCache<string, RowSeries>;
-  /** Weeks whose `samples` partition exists. */
+  /** Weeks whose sample partitions exist. */
   readonly partitions: ReadonlySet<number>;
   /** How the database keeps message digests (message-digest.ts), fixed when it was created. */
   readonly digestForm: DigestForm;
@@ -131,6 +131,8 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
   };
   /** This transaction wrote into `samples` (then holds a lock on it): partitions are made in it. */
   private wroteSamples = false;
+  /** The earliest time of a sample this transaction wrote (compaction follows for a closed hour). */
+  earliestSampleMs = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly sql: TransactionSql,
@@ -220,6 +222,7 @@ export class PgTransaction extends QueuedTransaction implements StoreTransaction
     const missing = new Set<number>();
     let lastWeek = Number.NaN;
     for (const row of cells.rows) {
+      if (row.at < this.earliestSampleMs) this.earliestSampleMs = row.at;
       const week = weekOf(row.at);
       if (week === lastWeek) continue;
       lastWeek = week;
