@@ -249,17 +249,10 @@ describe("buildMetricResponse data", () => {
         });
         e.metrics.set(r.identifier, Object.fromEntries(values));
       }
+      // Every generated row has both fields: the row name by code point, then the entity id.
       const byGroup = (a: Element["group"], b: Element["group"]) => {
-        for (const f of ["rowname", "entity"]) {
-          const x = a[f];
-          const y = b[f];
-          if (x === y) continue;
-          if (x === undefined) return -1;
-          if (y === undefined) return 1;
-          if (typeof x === "number" && typeof y === "number") return x - y;
-          return String(x) < String(y) ? -1 : 1;
-        }
-        return 0;
+        const [x, y] = [String(a.rowname), String(b.rowname)];
+        return x < y ? -1 : x > y ? 1 : Number(a.entity) - Number(b.entity);
       };
       const empty = Object.fromEntries(
         q.aggregations.map((a) => [a.label, a.name === "svc.count" ? 0 : null]),
