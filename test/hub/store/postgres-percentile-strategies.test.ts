@@ -91,12 +91,15 @@ async function withStore(
  */
 function comparable(rows: readonly MetricQueryRow[]): unknown[] {
   const rounded = (v: number): number => (Math.abs(v) < 1e-9 ? 0 : Number(v.toPrecision(10)));
+  // −0 and 0 compare equal, so where they tie (a percentile, min, max, first or last) either may
+  // be answered, by rows or by compacted chunks alike; the answer's JSON writes both as 0.
+  const zero = (v: number | null): number | null => (v === 0 ? 0 : v);
   return rows.map((r) => ({
     ...r,
     values: Object.fromEntries(
       Object.entries(r.values).map(([k, v]) => [
         k,
-        v !== null && /^svc\.(sum|avg|var|stddev)$/.test(k) ? rounded(v) : v,
+        v !== null && /^svc\.(sum|avg|var|stddev)$/.test(k) ? rounded(v) : zero(v),
       ]),
     ),
   }));
