@@ -19,9 +19,9 @@ const MIB = 1024 * 1024;
 /**
  * The storage format of a data file the store creates (DuckDB's `storage_compatibility_version`;
  * a file keeps the format it was created with). DuckDB's default is v0.10.2's, in which a checkpoint
- * rewrites every index in an older layout: the message-digest index grows with every backfilled
- * message, so each checkpoint took longer as the store grew (4-5 times the time of
- * v1.2.0's at 400 000 digests, and growing). From v1.2.0 on, only DuckDB 1.2 or later opens the file.
+ * rewrites every index in an older layout, so each checkpoint takes longer as the indexes grow (an
+ * index of 400 000 keys: 4-5 times the time of v1.2.0's, and growing). From v1.2.0 on, only DuckDB
+ * 1.2 or later opens the file.
  */
 export const DUCKDB_STORAGE_VERSION = "v1.2.0";
 
