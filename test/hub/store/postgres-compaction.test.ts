@@ -36,20 +36,9 @@ const NEVER_MS = 3_600_000;
 const T0 = Date.UTC(2024, 4, 6, 10); // a Monday, 10:00 UTC
 const entity: EntityKey = { gateway: "gw", probe: "p", managedEntity: "me" };
 const ROWS = ["r1", "r2"];
+const PLAIN = "count sum min max avg var stddev first last".split(" ").map((n) => `svc.${n}`);
 const AGGREGATIONS: Aggregation[] = [
-  ...(
-    [
-      "svc.count",
-      "svc.sum",
-      "svc.min",
-      "svc.max",
-      "svc.avg",
-      "svc.var",
-      "svc.stddev",
-      "svc.first",
-      "svc.last",
-    ] as const
-  ).map((name) => ({ label: name, name })),
+  ...PLAIN.map((name) => ({ label: name, name: name as Aggregation["name"] })),
   { label: "svc.percentile(0.9)", name: "svc.percentile", p: "0.9" },
 ];
 
