@@ -16,11 +16,13 @@ import { after, describe, it } from "node:test";
 import fc from "fast-check";
 import postgres from "postgres";
 import { MAX_SEGMENT_SCANS } from "../../../src/hub/store/core/bucket-grid.js";
+import { fixedZoneOffsets } from "../../../src/hub/store/core/zone-offsets.js";
 import { createDuckDbStore } from "../../../src/hub/store/duckdb/duckdb-store.js";
 import {
   type PgMetricQueryOptions,
   queryPgMetrics,
 } from "../../../src/hub/store/postgres/postgres-metrics.js";
+import { buildPgMetricQuery } from "../../../src/hub/store/postgres/postgres-metrics-sql.js";
 import { listPartitions } from "../../../src/hub/store/postgres/postgres-partitions.js";
 import { createPostgresStore } from "../../../src/hub/store/postgres/postgres-store.js";
 import type {
@@ -165,6 +167,44 @@ describe("PostgreSQL metric query strategies", { skip: needs(reachable ? false :
       });
     });
   }
+
+  it("a series made after the lookup was sized (its id past the array) is in no group of the answer", async () => {
+    await withStore(async (store, sql) => {
+      const at = Date.UTC(2024, 4, 1);
+      const sample = (row: string, value: number): SampleInput => ({
+        entity: { gateway: "gw", probe: "p", managedEntity: "e" },
+        series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
+        at: asEpochMs(at),
+        text: String(value),
+        value,
+      });
+      await store.ingest({ entities: [], samples: [sample("r1", 1), sample("r2", 2)] });
+      const plan: MetricQueryPlan = {
+        entities: await store.listEntities({ includeDeleted: false }),
+        from: asEpochMs(at),
+        to: asEpochMs(at + HOUR),
+        zone: "UTC",
+        bucket: { kind: "minutes", minutes: 60 },
+        metrics: [{ identifier: "m", include: [SELECTOR] }],
+        aggregations: [{ label: "n", name: "svc.count" }],
+        grouping: ["rowname"],
+        timeWindows: [],
+      };
+      const [first] = await sql<{ id: number }[]>`SELECT min(id) AS id FROM series`;
+      const id = Number(first?.id);
+      // The array covers r1 alone, as if r2 were made between sizing the lookup and the scan.
+      const statement = buildPgMetricQuery(plan, [{ from: plan.from, to: plan.to }], [fixedZoneOffsets(0)], {
+        percentiles: "hash",
+        firstLast: "arrays",
+        lookup: { minId: id, maxId: id, complete: true, wholeTable: true },
+      });
+      const rows = await sql.unsafe(statement.text, statement.params as never[]);
+      assert.deepEqual(
+        rows.map((r) => [r.row_name, Number(r.a0)]),
+        [["r1", 1]],
+      );
+    });
+  });
 
   it(`a range of more than ${MAX_SEGMENT_SCANS} offset segments (scans choosing a segment per sample) matches the DuckDB store`, async () => {
     // Samples next to every London change from 2015 to 2025, each week a partition of its own:

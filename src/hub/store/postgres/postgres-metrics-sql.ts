@@ -26,7 +26,9 @@
  * k = max(1, ⌈num·n/den⌉) in `numeric` (exact), never PostgreSQL's float `percentile_disc`. The
  * aggregation is one hash aggregate over (bucket, group number) — a group number stands for the
  * group's key columns and identifier, found for each sample by indexing an array with its series id
- * (a hash join when that array would be large or a series is in two groups) — which keeps each
+ * (a hash join when that array would be large or a series is in two groups), and each answer row
+ * takes its group's keys from arrays indexed by the number (the planner estimates one matched
+ * series, so a join there is planned as a nested loop over every group for each row) — which keeps each
  * group's values and times as arrays (`array_agg`, no sort): each group then picks its k-th value
  * with a bounded top-N sort from the nearer end (k or n − k + 1 values kept), and its first/last
  * among the values at its earliest/latest time (`array_positions`). A query whose samples would
@@ -398,7 +400,7 @@ export function buildPgMetricQuery(
           join: "",
           gid: `(SELECT a FROM gids)[x.series_id + ${p(1 - lookup.minId)}::int]`,
           // Outside the array a subscript is NULL: the group of a series made since the ids were
-          // counted, which no key joins (a sample of a series no group takes has group 0).
+          // counted, which the answer leaves out as it does group 0 (a series no group takes).
           where: lookup.wholeTable
             ? ""
             : ` AND x.series_id BETWEEN ${p(lookup.minId)}::int AND ${p(lookup.maxId)}::int`,
@@ -453,9 +455,13 @@ bucketed AS (
 agg AS (
   SELECT bucket_ms, gid, ${inner.join(", ")} FROM bucketed GROUP BY bucket_ms, gid
 ),
-keys AS (SELECT DISTINCT gid, ${keyColumns.join(", ")} FROM keyed)
-SELECT agg.bucket_ms, ${keyColumns.map((c) => `keys.${c}`).join(", ")}, ${outer.join(", ")}
-FROM agg JOIN keys ON keys.gid = agg.gid
+keys AS (
+  SELECT ${keyColumns.map((c) => `array_agg(${c} ORDER BY gid) AS ${c}`).join(", ")}
+  FROM (SELECT DISTINCT ON (gid) gid, ${keyColumns.join(", ")} FROM keyed ORDER BY gid) AS d
+)
+SELECT agg.bucket_ms, ${keyColumns.map((c) => `(SELECT ${c} FROM keys)[agg.gid] AS ${c}`).join(", ")}, ${outer.join(", ")}
+FROM agg
+WHERE agg.gid > 0
 ORDER BY agg.bucket_ms, agg.gid`;
 
   return { text, params, groupColumns: groups, labels: plan.aggregations.map((a) => a.label) };

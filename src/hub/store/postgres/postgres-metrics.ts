@@ -57,7 +57,8 @@ export const LOOKUP_SPAN_PER_SERIES = 8;
 /**
  * How {@link queryPgMetrics} runs a query (`PgAggregateStrategy` in postgres-metrics-sql.ts says
  * what each choice does); `auto`, the store's choice, is the fastest that keeps at most
- * {@link KEPT_SAMPLE_MAX_BYTES} of samples in memory by the estimate. Every choice gives the same
+ * {@link KEPT_SAMPLE_MAX_BYTES} of samples in memory by the estimate (per statement of a split
+ * query: each runs on its own connection, with its own `work_mem`). Every choice gives the same
  * exact answer.
  * - `percentiles`: `hash` unless the values of more than {@link PERCENTILE_HASH_MAX_SAMPLES}
  *   samples would be kept;
@@ -103,11 +104,12 @@ export async function queryPgMetrics(
     matchedSeries(sql, plan),
   ]);
   if (matched.pairs === 0) return [];
-  const strategy = chooseStrategy(plan, samples, matched, options);
   const parts =
     samples >= (options.splitMinSamples ?? SPLIT_MIN_SAMPLES)
       ? split(plan, windows, offsets)
       : [{ windows, offsets }];
+  // Each part is a statement of its own, on its own connection, with its own `work_mem`.
+  const strategy = chooseStrategy(plan, samples / parts.length, matched, options);
   const answers = await Promise.all(
     parts.map((part) => runPart(sql, plan, part.windows, part.offsets, strategy)),
   );
