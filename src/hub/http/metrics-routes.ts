@@ -2,14 +2,15 @@
  * Metric endpoints of the hub query API (seed A "Metric query"; DESIGN 5.1, 5.3). Aggregation runs
  * in the store; this layer validates, resolves the entity filter and shapes the response.
  */
-import type { FastifyInstance } from "fastify";
+import { Readable } from "node:stream";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ColumnSchema } from "../../config/setup.js";
 import { VigilError } from "../../errors/catalog.js";
 import { resource } from "../../http/routes.js";
 import { AGGREGATIONS } from "../query/aggregations.js";
 import { parseCellReference, parseMetricQuery } from "../query/metric-query.js";
 import { asBadRequest, checkMetricQueryShape } from "../query/metric-query-schema.js";
-import { buildMetricResponse } from "../query/metric-response.js";
+import { metricResponseText } from "../query/metric-response.js";
 import type { CellSelector, Store } from "../store/store.js";
 import { selectEntities } from "./entities-routes.js";
 import { entityIdParam, integerParam, queryParam, timeParam } from "./query-params.js";
@@ -27,13 +28,16 @@ export function registerMetricRoutes(
   store: Store,
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
 ): void {
-  const query = async (request: { body: unknown }) => {
+  const query = async (request: FastifyRequest, reply: FastifyReply) => {
     // The shape first, against the schema the OpenAPI document publishes; then the meaning.
     checkMetricQueryShape(request.body);
     const parsed = parseMetricQuery(request.body);
     const entities = await selectEntities(store, parsed.entityFilter, false);
-    const rows = entities.length === 0 ? [] : await store.queryMetrics({ ...parsed, entities });
-    return buildMetricResponse(parsed, rows, columnSchema);
+    const batches = entities.length === 0 ? [] : await store.queryMetricBatches({ ...parsed, entities });
+    // The store has answered (its errors are answered as such above); the response is written as it
+    // is made, a piece at a time as the connection takes it, never held whole.
+    reply.type("application/json; charset=utf-8");
+    return Readable.from(metricResponseText(parsed, batches, columnSchema), { objectMode: false });
   };
   // The seed shows the metric query under both prefixes; both are served by one handler (DESIGN 5.1).
   resource(app, "/v0/metrics/query", { POST: query });

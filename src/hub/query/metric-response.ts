@@ -5,7 +5,13 @@
  */
 
 import type { ColumnSchema } from "../../config/setup.js";
-import type { Aggregation, CellSelector, GroupKey, MetricQueryRow } from "../store/store.js";
+import type {
+  Aggregation,
+  CellSelector,
+  GroupKey,
+  MetricQueryRow,
+  MetricRowBatches,
+} from "../store/store.js";
 import type { ParsedMetricQuery } from "./metric-query.js";
 import { formatInZone, formatInZoneMillis } from "./zone.js";
 
@@ -70,44 +76,80 @@ function compareGroups(
     if (x === undefined) return -1;
     if (y === undefined) return 1;
     if (typeof x === "number" && typeof y === "number") return x - y;
-    // Code-point order, as everywhere in the hub (DESIGN 5.2).
-    return String(x) < String(y) ? -1 : 1;
+    // Code-point order, as everywhere in the hub (DESIGN 5.2) and as the stores sort.
+    return compareCodePoints(String(x), String(y));
   }
   return 0;
+}
+
+/**
+ * Code-point order of two strings (the order of their UTF-8 bytes, in which the stores sort), where
+ * `<` compares UTF-16 code units: a surrogate (half of a code point above U+FFFF) sorts after every
+ * other code unit, U+E000–U+FFFF included.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    return xs === ys ? x - y : xs ? 1 : -1;
+  }
+  return a.length - b.length;
 }
 
 function finite(value: number | null | undefined): number | null {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
+/** Answer elements written out as one piece of the response's text (about 100 KiB of JSON). */
+export const PIECE_ELEMENTS = 512; // elements
+
+type DataElement = MetricResponse["data"][number];
+
 /**
- * Builds the response of a metric query from the store's rows. `schema.bucketing` (the duration
- * asked, or the count asked with each bucket's width) and `schema.grouping` echo the request; `schema.metrics[identifier][label]` gives type and unit:
- * `svc.count` int64 with unit `none`, `svc.avg`/`svc.var`/`svc.stddev` float64, the others the
- * column's declared type (float64 when undeclared or a string column); the unit is the column's
- * (`svc.var` included: units are free text with no squared form), `none` when undeclared. An
- * identifier whose includes name different columns takes the schema of its first include, looked up
- * with `columnSchema`. Rows with the same bucket and group merge into one data element, which holds
- * every identifier of the query and every aggregation label: an identifier without a row there has
- * `svc.count` 0 and null elsewhere, and non-finite numbers become null. Elements are ordered by
- * bucket, then by group values in grouping order (ids numerically, strings by code point);
- * `bucket` is the bucket start in the query's zone with its offset (`formatInZone`; count buckets,
- * which may start inside a second, with milliseconds when they are not zero).
+ * The schema of a metric query's response. `schema.bucketing` (the duration asked, or the count
+ * asked with each bucket's width) and `schema.grouping` echo the request; `schema.metrics[identifier][label]`
+ * gives type and unit: `svc.count` int64 with unit `none`, `svc.avg`/`svc.var`/`svc.stddev` float64,
+ * the others the column's declared type (float64 when undeclared or a string column); the unit is
+ * the column's (`svc.var` included: units are free text with no squared form), `none` when
+ * undeclared. An identifier whose includes name different columns takes the schema of its first
+ * include, looked up with `columnSchema`.
  */
-export function buildMetricResponse(
+export function metricResponseSchema(
   query: ParsedMetricQuery,
-  rows: readonly MetricQueryRow[],
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
-): MetricResponse {
-  const schemaMetrics: Record<string, Record<string, MetricValueSchema>> = {};
+): MetricResponse["schema"] {
+  const metrics: Record<string, Record<string, MetricValueSchema>> = {};
   for (const metric of query.metrics) {
     const first = metric.include[0];
     const column = first === undefined ? undefined : columnSchema(first);
     const entry: Record<string, MetricValueSchema> = {};
     for (const aggregation of query.aggregations) entry[aggregation.label] = valueSchema(aggregation, column);
-    schemaMetrics[metric.identifier] = entry;
+    metrics[metric.identifier] = entry;
   }
+  return { bucketing: query.bucketing, grouping: query.grouping.map(groupingText), metrics };
+}
 
+/**
+ * The data elements of a metric query's response from the store's rows (store.ts
+ * `MetricRowBatches`: in the answer's order), at most {@link PIECE_ELEMENTS} an array, each array
+ * made when it is read. Rows with the same bucket and group merge into one element, which holds
+ * every identifier of the query and every aggregation label: an identifier without a row there has
+ * `svc.count` 0 and null elsewhere, and non-finite numbers become null; a later row of the same
+ * identifier wins. Elements follow the rows: by bucket, then by group values in grouping order (ids
+ * numerically, strings by code point). `bucket` is the bucket start in the query's zone with its
+ * offset (`formatInZone`; count buckets, which may start inside a second, with milliseconds when
+ * they are not zero). Throws, when it reads it, on a row out of that order (a store's bug): an
+ * answer is never written with a bucket and group in two places.
+ */
+export function* metricElements(
+  query: ParsedMetricQuery,
+  batches: MetricRowBatches,
+): Generator<DataElement[]> {
   const emptyValues = (): Record<string, number | null> => {
     const values: Record<string, number | null> = {};
     for (const aggregation of query.aggregations) {
@@ -153,58 +195,79 @@ export function buildMetricResponse(
     b: Readonly<Record<string, string | number>>,
   ) => fields.every((field) => a[field] === b[field]);
   const asked = new Set(query.metrics.map((m) => m.identifier));
-  const elements = new Map<string, Element>();
-  // The stores answer in bucket, group, identifier order, so a row usually belongs to the element
-  // of the row before it; the map (keyed by bucket and group) takes any other order.
-  let previous: Element | undefined;
-  for (const row of rows) {
-    let element =
-      previous !== undefined && previous.bucketMs === row.bucket && sameGroup(previous.group, row.group)
-        ? previous
-        : undefined;
-    if (element === undefined) {
-      const key = JSON.stringify([row.bucket, fields.map((field) => row.group[field] ?? null)]);
-      element = elements.get(key);
-      if (element === undefined) {
-        const metrics: Record<string, Record<string, number | null> | null> = {};
-        for (const metric of query.metrics) metrics[metric.identifier] = null;
-        element = { bucketMs: row.bucket, group: { ...row.group }, metrics };
-        elements.set(key, element);
-      }
-    }
-    previous = element;
-    // A row for an identifier the query did not ask for is a store bug; it is not answered.
-    if (!asked.has(row.identifier)) continue;
-    element.metrics[row.identifier] = answerValues(row.values);
-  }
-  for (const element of elements.values()) {
-    for (const metric of query.metrics) element.metrics[metric.identifier] ??= emptyValues();
-  }
-
-  const order = (a: Element, b: Element) =>
-    a.bucketMs - b.bucketMs || compareGroups(a.group, b.group, query.grouping);
-  const sorted = [...elements.values()];
-  if (sorted.some((element, i) => i > 0 && order(sorted[i - 1] as Element, element) > 0)) sorted.sort(order);
   // Many groups share a bucket: its label is formatted once.
   let labelMs = Number.NaN;
   let label = "";
   const format = query.bucket.kind === "count" ? formatInZoneMillis : formatInZone;
-  const data = sorted.map((element) => {
+  let piece: DataElement[] = [];
+  const close = (element: Element): void => {
+    for (const metric of query.metrics) element.metrics[metric.identifier] ??= emptyValues();
     if (element.bucketMs !== labelMs) {
       labelMs = element.bucketMs;
       label = format(labelMs, query.zone);
     }
     // Every identifier holds its values by now (filled in above).
     const metrics = element.metrics as Record<string, Record<string, number | null>>;
-    return { bucket: label, group: element.group, metrics };
-  });
+    piece.push({ bucket: label, group: element.group, metrics });
+  };
+  let open: Element | undefined;
+  for (const rows of batches) {
+    for (const row of rows) {
+      if (open === undefined || open.bucketMs !== row.bucket || !sameGroup(open.group, row.group)) {
+        if (open !== undefined) {
+          if ((row.bucket - open.bucketMs || compareGroups(row.group, open.group, query.grouping)) <= 0) {
+            throw new Error(
+              `internal: the store's metric rows are out of order (bucket ${row.bucket} after ${open.bucketMs})`,
+            );
+          }
+          close(open);
+          if (piece.length >= PIECE_ELEMENTS) {
+            yield piece;
+            piece = [];
+          }
+        }
+        const metrics: Record<string, Record<string, number | null> | null> = {};
+        for (const metric of query.metrics) metrics[metric.identifier] = null;
+        // Rows of one group share one read-only group object (store.ts): the answer can hold it.
+        open = { bucketMs: row.bucket, group: row.group, metrics };
+      }
+      // A row for an identifier the query did not ask for is a store bug; it is not answered.
+      if (!asked.has(row.identifier)) continue;
+      open.metrics[row.identifier] = answerValues(row.values);
+    }
+  }
+  if (open !== undefined) close(open);
+  if (piece.length > 0) yield piece;
+}
 
+/**
+ * The response of a metric query as JSON text, piece by piece (one per {@link metricElements}
+ * array), for writing out as it is made: `{"schema":…,"data":[…]}`, the text `JSON.stringify` makes
+ * of the whole response, without the whole held at once.
+ */
+export function* metricResponseText(
+  query: ParsedMetricQuery,
+  batches: MetricRowBatches,
+  columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
+): Generator<string> {
+  yield `{"schema":${JSON.stringify(metricResponseSchema(query, columnSchema))},"data":[`;
+  let first = true;
+  for (const elements of metricElements(query, batches)) {
+    const text = JSON.stringify(elements);
+    yield first ? text.slice(1, -1) : `,${text.slice(1, -1)}`;
+    first = false;
+  }
+  yield "]}";
+}
+
+/** The whole response of a metric query as one object ({@link metricResponseText} is its text). */
+export function buildMetricResponse(
+  query: ParsedMetricQuery,
+  rows: readonly MetricQueryRow[],
+  columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
+): MetricResponse {
   return {
-    schema: {
-      bucketing: query.bucketing,
-      grouping: query.grouping.map(groupingText),
-      metrics: schemaMetrics,
-    },
-    data,
+    schema: metricResponseSchema(query, columnSchema),
+    data: [...metricElements(query, [rows])].flat(),
   };
 }

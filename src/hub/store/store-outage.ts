@@ -164,6 +164,7 @@ export function withOutageErrors(store: Store): Store {
     listSeries: (entity) => guard(() => store.listSeries(entity)),
     listEvents: (query) => guard(() => store.listEvents(query)),
     queryMetrics: (plan) => guard(() => store.queryMetrics(plan)),
+    queryMetricBatches: (plan) => guard(() => store.queryMetricBatches(plan)),
     latestSeverities: () => guard(() => store.latestSeverities()),
     listSamples: (query) => guard(() => store.listSamples(query)),
     listMetricNames: (query) => guard(() => store.listMetricNames(query)),

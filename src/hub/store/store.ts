@@ -413,6 +413,13 @@ export interface MetricQueryRow {
   readonly values: Readonly<Record<string, number | null>>;
 }
 
+/**
+ * A metric query's rows in batches, in the answer's order (DESIGN 5.3): by bucket, then by the
+ * group's keys in grouping order (entity ids numerically, names by code point), the rows of one
+ * bucket and group next to each other. Read once.
+ */
+export type MetricRowBatches = Iterable<readonly MetricQueryRow[]>;
+
 export interface SeriesInfo {
   readonly series: SeriesKey;
 }
@@ -487,6 +494,12 @@ export interface Store {
   listEvents(query: EventQuery): Promise<EventRecord[]>;
   /** Aggregates inside the database. Rows for empty buckets are omitted. */
   queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]>;
+  /**
+   * The rows of {@link queryMetrics}, a batch at a time: the database has answered when the promise
+   * settles, and each batch's row objects are made as it is read, so that an answer is written out
+   * without all its rows held at once (hub/query/metric-response.ts).
+   */
+  queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches>;
   /**
    * For each entity with one, the severity of its latest `severity` event whose target is the
    * managed entity itself (no sampler): latest by `at`, then by arrival. Any order.

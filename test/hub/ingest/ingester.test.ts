@@ -46,6 +46,7 @@ class FakeStore {
       listSeries: async () => [],
       listEvents: async () => [],
       queryMetrics: async () => [],
+      queryMetricBatches: async () => [],
       latestSeverities: async () => [],
       deleteBefore: async () => ({ samples: 0, events: 0 }),
       listSamples: async () => ({ totalCount: 0, samples: [] }),

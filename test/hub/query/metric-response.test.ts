@@ -3,7 +3,12 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { ColumnSchema } from "../../../src/config/setup.js";
 import { type ParsedMetricQuery, parseMetricQuery } from "../../../src/hub/query/metric-query.js";
-import { buildMetricResponse } from "../../../src/hub/query/metric-response.js";
+import {
+  buildMetricResponse,
+  compareCodePoints,
+  metricResponseText,
+  PIECE_ELEMENTS,
+} from "../../../src/hub/query/metric-response.js";
 import { formatInZone } from "../../../src/hub/query/zone.js";
 import type { CellSelector, MetricQueryRow } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
@@ -134,16 +139,16 @@ describe("buildMetricResponse data", () => {
       ],
     ],
     [
-      "groups split a bucket and sort by entity id numerically, then by bucket",
+      "groups split a bucket, in the store's order: by bucket, then by entity id numerically",
       query({
         grouping: ["entity"],
         metrics: [{ identifier: "q", include: ["s/d//c"] }],
         aggregations: ["svc.sum"],
       }),
       [
-        row("2026-03-29T01:00:00Z", "q", { "svc.sum": 1 }, { entity: 2 }),
-        row("2026-03-29T00:00:00Z", "q", { "svc.sum": 3 }, { entity: 10 }),
         row("2026-03-29T00:00:00Z", "q", { "svc.sum": 4 }, { entity: 9 }),
+        row("2026-03-29T00:00:00Z", "q", { "svc.sum": 3 }, { entity: 10 }),
+        row("2026-03-29T01:00:00Z", "q", { "svc.sum": 1 }, { entity: 2 }),
       ],
       [
         { bucket: "2026-03-29T00:00:00+00:00", group: { entity: 9 }, metrics: { q: { "svc.sum": 4 } } },
@@ -152,7 +157,7 @@ describe("buildMetricResponse data", () => {
       ],
     ],
     [
-      "rowname and attribute groups sort by code point in grouping order and merge identifiers",
+      "rowname and attribute groups, by code point in grouping order, merge identifiers",
       query({
         grouping: ["entity:user.Region", "rowname"],
         metrics: [
@@ -162,10 +167,10 @@ describe("buildMetricResponse data", () => {
         aggregations: ["svc.last"],
       }),
       [
-        row("2026-03-29T00:00:00Z", "a", { "svc.last": 1 }, { attribute: "emea", rowname: "r2" }),
-        row("2026-03-29T00:00:00Z", "b", { "svc.last": 2 }, { attribute: "emea", rowname: "r2" }),
         row("2026-03-29T00:00:00Z", "a", { "svc.last": 3 }, { attribute: "", rowname: "r9" }),
         row("2026-03-29T00:00:00Z", "b", { "svc.last": 4 }, { attribute: "emea", rowname: "R1" }),
+        row("2026-03-29T00:00:00Z", "a", { "svc.last": 1 }, { attribute: "emea", rowname: "r2" }),
+        row("2026-03-29T00:00:00Z", "b", { "svc.last": 2 }, { attribute: "emea", rowname: "r2" }),
       ],
       [
         {
@@ -224,7 +229,67 @@ describe("buildMetricResponse data", () => {
     assert.deepEqual(JSON.parse(JSON.stringify(response)), response);
   });
 
-  test("answers as a plain model of the merge, in any order of rows (property)", () => {
+  test("rows out of the answer's order are refused, not answered twice", () => {
+    const q = query({ grouping: ["entity"], metrics: [{ identifier: "q", include: ["s/d//c"] }] });
+    for (const rows of [
+      [
+        row("2026-03-29T01:00:00Z", "q", {}, { entity: 1 }),
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 1 }),
+      ],
+      [
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 10 }),
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 9 }),
+      ],
+      [
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 1 }),
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 2 }),
+        row("2026-03-29T00:00:00Z", "q", {}, { entity: 1 }),
+      ],
+    ]) {
+      assert.throws(() => buildMetricResponse(q, rows, schemaOf), /out of order/);
+    }
+  });
+
+  test("the text is the whole response's JSON, written in pieces", () => {
+    const q = query({ grouping: ["rowname"], aggregations: ["svc.count", "svc.max"] });
+    const rows: MetricQueryRow[] = [];
+    for (let h = 0; h < 3; h++) {
+      for (let r = 0; r < PIECE_ELEMENTS; r++) {
+        const group = { rowname: `r${String(r).padStart(4, "0")}` };
+        rows.push(row(`2026-03-29T0${h}:00:00Z`, "lat", { "svc.count": r, "svc.max": r / 3 }, group));
+        if (r % 3 === 0)
+          rows.push(row(`2026-03-29T0${h}:00:00Z`, "q", { "svc.count": 1, "svc.max": -0 }, group));
+      }
+    }
+    // Batches of any size, split inside an element's rows too.
+    const batches = [rows.slice(0, 1), rows.slice(1, 700), rows.slice(700)];
+    const pieces = [...metricResponseText(q, batches, schemaOf)];
+    assert.ok(pieces.length > 3);
+    assert.equal(pieces.join(""), JSON.stringify(buildMetricResponse(q, rows, schemaOf)));
+    assert.equal(
+      [...metricResponseText(q, [], schemaOf)].join(""),
+      JSON.stringify(buildMetricResponse(q, [], schemaOf)),
+    );
+  });
+
+  test("code-point order is the order of the strings' UTF-8 bytes (property)", () => {
+    const text = fc.string({
+      unit: fc.constantFrom("a", "\u00e9", "\ud7ff", "\ue000", "\uffff", "\u{10000}", "\u{1f600}"),
+    });
+    fc.assert(
+      fc.property(
+        fc.oneof(text, fc.string({ unit: "binary" })),
+        fc.oneof(text, fc.string({ unit: "binary" })),
+        (a, b) => {
+          const bytes = Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+          assert.equal(Math.sign(compareCodePoints(a, b)), bytes);
+        },
+      ),
+      fuzzBudget(200),
+    );
+  });
+
+  test("answers as a plain model of the merge, for rows in the answer's order; refuses others (property)", () => {
     // The model: an element per bucket and group, every identifier and label filled in, a later
     // row of the same bucket, group and identifier winning; ordered by bucket, then group.
     type Element = {
@@ -232,6 +297,12 @@ describe("buildMetricResponse data", () => {
       group: Record<string, string | number>;
       metrics: Map<string, Record<string, number | null>>;
     };
+    // Every generated row has both fields: the row name by code point, then the entity id.
+    const byGroup = (a: MetricQueryRow["group"], b: MetricQueryRow["group"]) => {
+      const [x, y] = [String(a.rowname), String(b.rowname)];
+      return x < y ? -1 : x > y ? 1 : Number(a.entity) - Number(b.entity);
+    };
+    const byKey = (a: MetricQueryRow, b: MetricQueryRow) => a.bucket - b.bucket || byGroup(a.group, b.group);
     const model = (q: ParsedMetricQuery, rows: readonly MetricQueryRow[]) => {
       const elements = new Map<string, Element>();
       for (const r of rows) {
@@ -249,11 +320,6 @@ describe("buildMetricResponse data", () => {
         });
         e.metrics.set(r.identifier, Object.fromEntries(values));
       }
-      // Every generated row has both fields: the row name by code point, then the entity id.
-      const byGroup = (a: Element["group"], b: Element["group"]) => {
-        const [x, y] = [String(a.rowname), String(b.rowname)];
-        return x < y ? -1 : x > y ? 1 : Number(a.entity) - Number(b.entity);
-      };
       const empty = Object.fromEntries(
         q.aggregations.map((a) => [a.label, a.name === "svc.count" ? 0 : null]),
       );
@@ -290,12 +356,16 @@ describe("buildMetricResponse data", () => {
       ),
     });
     fc.assert(
-      fc.property(fc.array(aRow, { maxLength: 40 }), (rows) => {
-        const built = buildMetricResponse(q, rows as MetricQueryRow[], schemaOf).data;
-        assert.deepEqual(
-          JSON.parse(JSON.stringify(built)),
-          JSON.parse(JSON.stringify(model(q, rows as MetricQueryRow[]))),
-        );
+      fc.property(fc.array(aRow, { maxLength: 40 }), fc.boolean(), (generated, sort) => {
+        // Sorted (stably: rows of one element keep their order), or as generated.
+        const rows = (sort ? [...generated].sort(byKey) : generated) as MetricQueryRow[];
+        const ordered = rows.every((r, i) => i === 0 || byKey(rows[i - 1] as MetricQueryRow, r) <= 0);
+        if (!ordered) {
+          assert.throws(() => buildMetricResponse(q, rows, schemaOf), /out of order/);
+          return;
+        }
+        const built = buildMetricResponse(q, rows, schemaOf).data;
+        assert.deepEqual(JSON.parse(JSON.stringify(built)), JSON.parse(JSON.stringify(model(q, rows))));
       }),
       fuzzBudget(300),
     );

@@ -500,15 +500,18 @@ function numberOf(item: DuckDBValue): number | null {
 }
 
 /**
- * The rows of a metric query's `result`, read column by column from DuckDB's vectors (numbers
- * straight from their typed arrays, no per-cell value conversion): bucket start, group values
- * (`query.groupColumns`; entity ids numeric, names as strings, "" for a missing one), identifier,
- * and the aggregations keyed by `query.labels`, null where DuckDB has NULL. Rows come ordered by
- * bucket and group, a group's identifiers next to each other, so consecutive rows of one group
- * share its (read-only) group object.
+ * The rows of a metric query's `result`, a DuckDB chunk (up to 2 048 rows) a batch, each batch made
+ * when it is read; read column by column from DuckDB's vectors (numbers straight from their typed
+ * arrays, no per-cell value conversion): bucket start, group values (`query.groupColumns`; entity
+ * ids numeric, names as strings, "" for a missing one), identifier, and the aggregations keyed by
+ * `query.labels`, null where DuckDB has NULL. Rows come ordered by bucket and group, a group's
+ * identifiers next to each other, so consecutive rows of one group share its (read-only) group
+ * object.
  */
-export function readMetricRows(result: DuckDBMaterializedResult, query: MetricSql): MetricQueryRow[] {
-  const rows: MetricQueryRow[] = [];
+export function* metricRowBatches(
+  result: DuckDBMaterializedResult,
+  query: MetricSql,
+): Generator<MetricQueryRow[]> {
   const groups = query.groupColumns.length;
   const keys = query.groupColumns.map((g) => g.key);
   const labels = query.labels;
@@ -520,6 +523,7 @@ export function readMetricRows(result: DuckDBMaterializedResult, query: MetricSq
     const groupVectors = query.groupColumns.map((g, i) => ({ ...g, vector: chunk.getColumnVector(1 + i) }));
     const identifier = chunk.getColumnVector(1 + groups);
     const aggregates = labels.map((_, i) => chunk.getColumnVector(2 + groups + i));
+    const rows: MetricQueryRow[] = [];
     for (let r = 0; r < chunk.rowCount; r++) {
       let same = group !== undefined;
       for (let k = 0; k < groups; k++) {
@@ -546,6 +550,6 @@ export function readMetricRows(result: DuckDBMaterializedResult, query: MetricSq
         values,
       });
     }
+    if (rows.length > 0) yield rows;
   }
-  return rows;
 }

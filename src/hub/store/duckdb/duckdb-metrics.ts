@@ -6,12 +6,12 @@
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
-import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
+import type { MetricQueryPlan, MetricRowBatches } from "../store.js";
 import {
   buildMetricQuery,
   buildZoneOffsetsQuery,
   type DuckDbScanWindow,
-  readMetricRows,
+  metricRowBatches,
   readZoneOffsets,
 } from "./duckdb-metrics-sql.js";
 
@@ -28,14 +28,14 @@ export class DuckDbMetrics {
     this.zoneOffsets.clear();
   }
 
-  /** The rows of `plan` over `window`, read on `reader`. */
+  /** The rows of `plan` over `window`, answered on `reader`, made a DuckDB chunk at a time. */
   async query(
     reader: DuckDBConnection,
     plan: MetricQueryPlan,
     window: DuckDbScanWindow,
-  ): Promise<MetricQueryRow[]> {
+  ): Promise<MetricRowBatches> {
     const query = buildMetricQuery(plan, await this.offsets(reader, plan, window), window);
-    return readMetricRows(await reader.run(query.sql, query.values, query.types), query);
+    return metricRowBatches(await reader.run(query.sql, query.values, query.types), query);
   }
 
   private async offsets(

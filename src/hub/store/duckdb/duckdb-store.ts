@@ -58,6 +58,7 @@ import type {
   MetricName,
   MetricQueryPlan,
   MetricQueryRow,
+  MetricRowBatches,
   ProbeRecord,
   RowNameQuery,
   SamplePage,
@@ -738,7 +739,11 @@ class DuckDbStore implements Store {
     });
   }
 
-  queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
+  async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
+    return [...(await this.queryMetricBatches(plan))].flat();
+  }
+
+  queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) {
       return this.read(async () => []);
     }

@@ -32,6 +32,7 @@ import type {
   MetricName,
   MetricQueryPlan,
   MetricQueryRow,
+  MetricRowBatches,
   ProbeRecord,
   RowNameQuery,
   SamplePage,
@@ -359,6 +360,11 @@ class PostgresStore implements Store {
     await this.zoneNames.check(plan.zone);
     // Read the catalog on every query: another hub may have added a week since.
     return queryPgMetrics(this.sql, plan, [...(await listPartitions(this.sql))]);
+  }
+
+  async queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
+    // PostgreSQL sends the rows of each statement whole (a split query runs two at once).
+    return [await this.queryMetrics(plan)];
   }
 
   async latestSeverities(): Promise<EntitySeverity[]> {
