@@ -358,7 +358,9 @@ describe("buildMetricResponse data", () => {
     fc.assert(
       fc.property(fc.array(aRow, { maxLength: 40 }), fc.boolean(), (generated, sort) => {
         // Sorted (stably: rows of one element keep their order), or as generated.
-        const rows = (sort ? [...generated].sort(byKey) : generated) as MetricQueryRow[];
+        const rows = (
+          sort ? [...(generated as MetricQueryRow[])].sort(byKey) : generated
+        ) as MetricQueryRow[];
         const ordered = rows.every((r, i) => i === 0 || byKey(rows[i - 1] as MetricQueryRow, r) <= 0);
         if (!ordered) {
           assert.throws(() => buildMetricResponse(q, rows, schemaOf), /out of order/);

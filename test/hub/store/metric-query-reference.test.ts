@@ -358,6 +358,15 @@ const stores: { name: string; open: () => Promise<{ store: Store; close: () => P
       return { store, close: () => store.close() };
     },
   },
+  {
+    // Every query in as many statements as it has bucket boundaries (up to QUERY_PARTS_MAX):
+    // around DST changes, count buckets and time windows alike.
+    name: "duckdb in parts",
+    open: async () => {
+      const store = await createDuckDbStore({ path: ":memory:", queryPartSamples: 0 });
+      return { store, close: () => store.close() };
+    },
+  },
 ];
 const reachable = await postgresReachable();
 let db: PgTestDatabase | undefined;

@@ -296,6 +296,72 @@ export function scanWindow(
 }
 
 /**
+ * The common table expressions `ents`, `sel` and `matched` (the series `plan` selects, once per
+ * identifier that matches them, with the row name, entity and grouping attribute), their
+ * parameters bound with `bind`, and the plan's identifiers in the order of their numbers.
+ */
+function matchedSql(
+  plan: MetricQueryPlan,
+  bind: (name: string, value: DuckDBValue, type: DuckDBType) => void,
+): { identifiers: string[]; ctes: string[] } {
+  bind("entity_ids", listValue(plan.entities.map((e) => e.id)), ID_LIST);
+  bind("entity_attrs", listValue(groupAttributeValues(plan)), TEXT_LIST);
+
+  // Identifiers travel as numbers numbered in code-point order (UTF-8 byte order, DuckDB's VARCHAR
+  // order), so grouping hashes an integer and ordering by the number orders by the identifier.
+  const identifiers = [...new Set(plan.metrics.map((m) => m.identifier))].sort((a, b) =>
+    Buffer.compare(Buffer.from(a), Buffer.from(b)),
+  );
+  const identifierNumber = new Map(identifiers.map((id, i) => [id, i]));
+  const selectors = planSelectors(plan);
+  bind("sel_identifier", listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)), ID_LIST);
+  bind("sel_sampler", listValue(selectors.map((s) => s.sampler)), TEXT_LIST);
+  bind("sel_sampler_type", listValue(selectors.map((s) => s.samplerType)), TEXT_LIST);
+  bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), TEXT_LIST);
+  bind("sel_row", listValue(selectors.map((s) => s.row)), TEXT_LIST);
+  bind("sel_column", listValue(selectors.map((s) => s.column)), TEXT_LIST);
+  const ctes = [
+    `ents AS (SELECT unnest($entity_ids) AS entity_id, unnest($entity_attrs) AS attr)`,
+    `sel AS (
+       SELECT unnest($sel_identifier) AS identifier, unnest($sel_sampler) AS sampler,
+              unnest($sel_sampler_type) AS sampler_type, unnest($sel_dataview) AS dataview,
+              unnest($sel_row) AS row_name, unnest($sel_column) AS column_name
+     )`,
+    // A series matched by several selectors of one metric counts once for that metric.
+    `matched AS (
+       SELECT DISTINCT s.id AS series_id, s.row_name, s.entity_id, ents.attr, sel.identifier
+       FROM series s
+       JOIN ents ON ents.entity_id = s.entity_id
+       JOIN sel ON s.sampler = sel.sampler AND s.dataview = sel.dataview AND s.column_name = sel.column_name
+         AND (sel.sampler_type IS NULL OR s.sampler_type = sel.sampler_type)
+         AND (CASE WHEN sel.row_name IS NULL THEN s.row_name <> '' ELSE s.row_name = sel.row_name END)
+     )`,
+  ];
+  return { identifiers, ctes };
+}
+
+/**
+ * The statement that sizes up what `plan` reads over `window`: one row `(pairs, series, samples)`
+ * — matches of a series and an identifier, every stored series, and every stored sample in the
+ * window (all BIGINT). The scan reads about `samples · pairs / series` samples; counting them
+ * exactly would cost a scan (these counts come from the small tables and the times' zone maps).
+ */
+export function buildMetricSizeQuery(plan: MetricQueryPlan, window: DuckDbScanWindow): Statement {
+  const values: Record<string, DuckDBValue> = {};
+  const types: Record<string, DuckDBType> = {};
+  const { ctes } = matchedSql(plan, (name, value, type) => {
+    values[name] = value;
+    types[name] = type;
+  });
+  values.from = timestampTz(window.fromUs);
+  values.to = timestampTz(window.toUs);
+  const sql = `WITH ${ctes.join(",\n")}
+SELECT (SELECT count(*) FROM matched) AS pairs, (SELECT count(*) FROM series) AS series,
+  (SELECT count(*) FROM samples WHERE ts >= $from AND ts < $to) AS samples`;
+  return { sql, values, types };
+}
+
+/**
  * Builds the statement for `plan` (see the file comment for the bucket rule) over the samples in
  * `window` (from {@link scanWindow}), with the zone's `offsets` (from {@link readZoneOffsets} for a
  * named zone, {@link fixedZoneOffsets} for a fixed one). Throws a RangeError for an invalid
@@ -313,22 +379,7 @@ export function buildMetricQuery(
     types[name] = type;
   };
 
-  bind("entity_ids", listValue(plan.entities.map((e) => e.id)), ID_LIST);
-  bind("entity_attrs", listValue(groupAttributeValues(plan)), TEXT_LIST);
-
-  // Identifiers travel as numbers numbered in code-point order (UTF-8 byte order, DuckDB's VARCHAR
-  // order), so grouping hashes an integer and ordering by the number orders by the identifier.
-  const identifiers = [...new Set(plan.metrics.map((m) => m.identifier))].sort((a, b) =>
-    Buffer.compare(Buffer.from(a), Buffer.from(b)),
-  );
-  const identifierNumber = new Map(identifiers.map((id, i) => [id, i]));
-  const selectors = planSelectors(plan);
-  bind("sel_identifier", listValue(selectors.map((s) => identifierNumber.get(s.identifier) ?? 0)), ID_LIST);
-  bind("sel_sampler", listValue(selectors.map((s) => s.sampler)), TEXT_LIST);
-  bind("sel_sampler_type", listValue(selectors.map((s) => s.samplerType)), TEXT_LIST);
-  bind("sel_dataview", listValue(selectors.map((s) => s.dataview)), TEXT_LIST);
-  bind("sel_row", listValue(selectors.map((s) => s.row)), TEXT_LIST);
-  bind("sel_column", listValue(selectors.map((s) => s.column)), TEXT_LIST);
+  const { identifiers, ctes } = matchedSql(plan, bind);
   const bucket = plan.bucket;
   if (bucket.kind === "minutes") bind("bucket_us", BigInt(bucket.minutes) * MINUTE_US, BIGINT);
   const rule: BucketRule =
@@ -336,24 +387,6 @@ export function buildMetricQuery(
       ? { kind: "count", sql: countBucketSql(plan, bucket.count, bind) }
       : { kind: "grid", truncate: (l) => TRUNCATE[bucket.kind](l, "$bucket_us") };
   const windowSql = plan.timeWindows.map((w, i) => timeWindowSql(w, i, bind));
-
-  const ctes: string[] = [
-    `ents AS (SELECT unnest($entity_ids) AS entity_id, unnest($entity_attrs) AS attr)`,
-    `sel AS (
-       SELECT unnest($sel_identifier) AS identifier, unnest($sel_sampler) AS sampler,
-              unnest($sel_sampler_type) AS sampler_type, unnest($sel_dataview) AS dataview,
-              unnest($sel_row) AS row_name, unnest($sel_column) AS column_name
-     )`,
-    // A series matched by several selectors of one metric counts once for that metric.
-    `matched AS (
-       SELECT DISTINCT s.id AS series_id, s.row_name, s.entity_id, ents.attr, sel.identifier
-       FROM series s
-       JOIN ents ON ents.entity_id = s.entity_id
-       JOIN sel ON s.sampler = sel.sampler AND s.dataview = sel.dataview AND s.column_name = sel.column_name
-         AND (sel.sampler_type IS NULL OR s.sampler_type = sel.sampler_type)
-         AND (CASE WHEN sel.row_name IS NULL THEN s.row_name <> '' ELSE s.row_name = sel.row_name END)
-     )`,
-  ];
 
   // Segment i binds $g<i>_off (its offset), $g<i>_from (its start, when a CASE needs it), and when
   // a transition opened it $g<i>_p (the instant) and $g<i>_q (the offset before); scan k binds

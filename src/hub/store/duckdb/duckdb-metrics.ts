@@ -4,16 +4,71 @@
  * duckdb-metrics-sql.ts, and reads its rows. The PostgreSQL store's counterpart is
  * postgres-metrics.ts; what both share (the plan, the segments, the bucket grid) is in `../core/`.
  */
-import type { DuckDBConnection } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBMaterializedResult } from "@duckdb/node-api";
+import { splitInstant } from "../core/bucket-grid.js";
 import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricRowBatches } from "../store.js";
 import {
   buildMetricQuery,
+  buildMetricSizeQuery,
   buildZoneOffsetsQuery,
   type DuckDbScanWindow,
+  type MetricSql,
   metricRowBatches,
   readZoneOffsets,
 } from "./duckdb-metrics-sql.js";
+
+/**
+ * Most samples (estimated) one statement of a metric query aggregates: a larger query runs as
+ * consecutive statements over parts of its range, cut at bucket boundaries, so that the memory of
+ * its aggregation (every value of a group is kept for the exact percentile, outside DuckDB's
+ * `memory_limit`) is that of a part. The peers bench's query (bench/peers.bench.ts: 8.6 M samples,
+ * one day of 5-minute buckets, the answer's text made too) in a process of 135 MiB idle: one
+ * statement peaked at 516-554 MiB, parts of 10^6 samples at 377-415 MiB, for the same CPU (1.1-1.2 s
+ * a query); each statement costs about 7 ms however small.
+ */
+export const QUERY_PART_SAMPLES = 1_000_000; // samples
+/** Most statements a metric query is cut into. */
+export const QUERY_PARTS_MAX = 64;
+
+/**
+ * `window` cut into parts of about `partSamples` samples of `plan` each (by the
+ * estimate of buildMetricSizeQuery, samples taken as spread evenly over the window's time), at
+ * bucket boundaries no bucket spans (`splitInstant`): the parts' answers, one after the other, are
+ * the answer in order. One part when the query is small or its buckets have no such boundary
+ * (months).
+ */
+async function parts(
+  reader: DuckDBConnection,
+  plan: MetricQueryPlan,
+  window: DuckDbScanWindow,
+  offsets: ZoneOffsets,
+  partSamples: number,
+): Promise<DuckDbScanWindow[]> {
+  const size = buildMetricSizeQuery(plan, window);
+  const [row] = (await reader.runAndReadAll(size.sql, size.values, size.types)).getRows();
+  const [pairs, series, samples] = (row ?? []).map((v) => Number(v ?? 0));
+  const estimated = ((samples ?? 0) * (pairs ?? 0)) / Math.max(1, series ?? 0);
+  const count =
+    partSamples <= 0 ? QUERY_PARTS_MAX : Math.min(QUERY_PARTS_MAX, Math.ceil(estimated / partSamples));
+  if (count <= 1) return [window];
+  const from = Number(window.fromUs / 1000n);
+  const to = Number(window.toUs / 1000n);
+  const cuts: number[] = [];
+  for (let i = 1; i < count; i++) {
+    const after = cuts[cuts.length - 1] ?? from;
+    const at = splitInstant(
+      plan.bucket,
+      offsets,
+      { from: after, to },
+      from + Math.floor(((to - from) * i) / count),
+      plan,
+    );
+    if (at !== undefined && at > after) cuts.push(at);
+  }
+  const bounds = [window.fromUs, ...cuts.map((t) => BigInt(t) * 1000n), window.toUs];
+  return bounds.slice(1).map((toUs, i) => ({ fromUs: bounds[i] as bigint, toUs }));
+}
 
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */
 const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
@@ -23,19 +78,32 @@ export class DuckDbMetrics {
   /** Offsets of named zones around recent query ranges (buildZoneOffsetsQuery's key). */
   private readonly zoneOffsets = new Map<string, ZoneOffsets>();
 
+  /** `partSamples`: most samples (estimated) one statement aggregates; 0 cuts every query in {@link QUERY_PARTS_MAX}. */
+  constructor(private readonly partSamples: number = QUERY_PART_SAMPLES) {}
+
   /** Forgets the offsets read (a reopened database reads them again). */
   forget(): void {
     this.zoneOffsets.clear();
   }
 
-  /** The rows of `plan` over `window`, answered on `reader`, made a DuckDB chunk at a time. */
+  /**
+   * The rows of `plan` over `window`, answered on `reader` (one statement per part of
+   * {@link parts}, one after the other), made a DuckDB chunk at a time as they are read.
+   */
   async query(
     reader: DuckDBConnection,
     plan: MetricQueryPlan,
     window: DuckDbScanWindow,
   ): Promise<MetricRowBatches> {
-    const query = buildMetricQuery(plan, await this.offsets(reader, plan, window), window);
-    return metricRowBatches(await reader.run(query.sql, query.values, query.types), query);
+    const offsets = await this.offsets(reader, plan, window);
+    const answers: { result: DuckDBMaterializedResult; query: MetricSql }[] = [];
+    for (const part of await parts(reader, plan, window, offsets, this.partSamples)) {
+      const query = buildMetricQuery(plan, offsets, part);
+      answers.push({ result: await reader.run(query.sql, query.values, query.types), query });
+    }
+    return (function* () {
+      for (const { result, query } of answers) yield* metricRowBatches(result, query);
+    })();
   }
 
   private async offsets(

@@ -122,6 +122,12 @@ export interface DuckDbStoreOptions {
   /** Entries of the series-id cache; default `SERIES_CACHE_ENTRIES` (200 000); 0 turns it off. */
   readonly seriesCacheEntries?: number;
   /**
+   * Most samples (estimated) one statement of a metric query aggregates; default
+   * `QUERY_PART_SAMPLES` (duckdb-metrics.ts); 0 cuts every query into as many parts as it has
+   * bucket boundaries, up to `QUERY_PARTS_MAX` (tests).
+   */
+  readonly queryPartSamples?: number;
+  /**
    * Opens the DuckDB instance (default `DuckDBInstance.create`); called again each time the store
    * reopens its file after a fatal error. Tests pass one that keeps a connection of their own.
    */
@@ -213,6 +219,7 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
     () => openConnections(options.path, config, open),
     maxSeriesPerEntity,
     seriesCacheEntries,
+    new DuckDbMetrics(options.queryPartSamples),
   );
 }
 
@@ -264,8 +271,6 @@ class DuckDbStore implements Store {
   private digestForm: DigestForm = NEW_STORE_DIGEST_FORM;
   /** Whether the next transaction claims hash keys optimistically (see `transaction`). */
   private optimisticClaims = true;
-  /** The metric queries, with the zone offsets they have read. */
-  private readonly metrics = new DuckDbMetrics();
   /** Zone names ICU inside DuckDB knows. */
   private readonly zoneNames = new KnownZones(async () =>
     (await this.reader.runAndReadAll("SELECT name FROM pg_timezone_names()"))
@@ -279,6 +284,8 @@ class DuckDbStore implements Store {
     private readonly reopen: () => Promise<Connections>,
     private readonly maxSeriesPerEntity: number,
     seriesCacheEntries: number,
+    /** The metric queries, with the zone offsets they have read. */
+    private readonly metrics: DuckDbMetrics,
   ) {
     this.db = db;
     // By row of series, weighing the row's columns: the bound stays one of series.
