@@ -17,7 +17,7 @@ import { availableParallelism } from "node:os";
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { BACKFILL_PARSE_WORKERS_MAX } from "../../config/defaults.js";
+import { BACKFILL_PARSE_WORKER_YOUNG_MB, BACKFILL_PARSE_WORKERS_MAX } from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
 import type { DataLimits } from "../../limits/data-limits.js";
 import { type CheckedSlice, lineRanges, startsLikeArray } from "./backfill-body.js";
@@ -52,7 +52,10 @@ interface Job {
  * not run `--import` in a worker).
  */
 function newWorker(): Worker {
-  const options = { name: "vigil-backfill-parser" };
+  const options = {
+    name: "vigil-backfill-parser",
+    resourceLimits: { maxYoungGenerationSizeMb: BACKFILL_PARSE_WORKER_YOUNG_MB },
+  };
   if (extname(fileURLToPath(import.meta.url)) !== ".ts")
     return new Worker(new URL("./parse-worker.js", import.meta.url), options);
   const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
