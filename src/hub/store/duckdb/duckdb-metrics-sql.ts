@@ -341,23 +341,32 @@ function matchedSql(
 }
 
 /**
- * The statement that sizes up what `plan` reads over `window`: one row `(pairs, series, samples)`
- * — matches of a series and an identifier, every stored series, and every stored sample in the
- * window (all BIGINT). The scan reads about `samples · pairs / series` samples; counting them
- * exactly would cost a scan (these counts come from the small tables and the times' zone maps).
+ * The statement that counts every stored sample in `window`, of any series: one BIGINT, from the
+ * times' zone maps and runs rather than a scan of the samples.
  */
-export function buildMetricSizeQuery(plan: MetricQueryPlan, window: DuckDbScanWindow): Statement {
+export function buildWindowSamplesQuery(window: DuckDbScanWindow): Statement {
+  return {
+    sql: "SELECT count(*) FROM samples WHERE ts >= $from AND ts < $to",
+    values: { from: timestampTz(window.fromUs), to: timestampTz(window.toUs) },
+    types: {},
+  };
+}
+
+/**
+ * The statement that measures the share of the stored series `plan` reads: one row `(pairs,
+ * series)` — matches of a series and an identifier, and every stored series (BIGINT). A query
+ * reads about that share of the samples of its window ({@link buildWindowSamplesQuery}); counting
+ * them exactly would cost a scan.
+ */
+export function buildMatchedShareQuery(plan: MetricQueryPlan): Statement {
   const values: Record<string, DuckDBValue> = {};
   const types: Record<string, DuckDBType> = {};
   const { ctes } = matchedSql(plan, (name, value, type) => {
     values[name] = value;
     types[name] = type;
   });
-  values.from = timestampTz(window.fromUs);
-  values.to = timestampTz(window.toUs);
   const sql = `WITH ${ctes.join(",\n")}
-SELECT (SELECT count(*) FROM matched) AS pairs, (SELECT count(*) FROM series) AS series,
-  (SELECT count(*) FROM samples WHERE ts >= $from AND ts < $to) AS samples`;
+SELECT (SELECT count(*) FROM matched) AS pairs, (SELECT count(*) FROM series) AS series`;
   return { sql, values, types };
 }
 

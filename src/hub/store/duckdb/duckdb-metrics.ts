@@ -9,13 +9,15 @@ import { splitInstant } from "../core/bucket-grid.js";
 import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricRowBatches } from "../store.js";
 import {
+  buildMatchedShareQuery,
   buildMetricQuery,
-  buildMetricSizeQuery,
+  buildWindowSamplesQuery,
   buildZoneOffsetsQuery,
   type DuckDbScanWindow,
   type MetricSql,
   metricRowBatches,
   readZoneOffsets,
+  type Statement,
 } from "./duckdb-metrics-sql.js";
 
 /**
@@ -32,8 +34,8 @@ export const QUERY_PART_SAMPLES = 1_000_000; // samples
 export const QUERY_PARTS_MAX = 64;
 
 /**
- * `window` cut into parts of about `partSamples` samples of `plan` each (by the
- * estimate of buildMetricSizeQuery, samples taken as spread evenly over the window's time), at
+ * `window` cut into parts of about `partSamples` samples of `plan` each (estimated: the window's
+ * samples times the share of the stored series the plan reads, spread evenly over its time), at
  * bucket boundaries no bucket spans (`splitInstant`): the parts' answers, one after the other, are
  * the answer in order. One part when the query is small or its buckets have no such boundary
  * (months).
@@ -45,10 +47,15 @@ async function parts(
   offsets: ZoneOffsets,
   partSamples: number,
 ): Promise<DuckDbScanWindow[]> {
-  const size = buildMetricSizeQuery(plan, window);
-  const [row] = (await reader.runAndReadAll(size.sql, size.values, size.types)).getRows();
-  const [pairs, series, samples] = (row ?? []).map((v) => Number(v ?? 0));
-  const estimated = ((samples ?? 0) * (pairs ?? 0)) / Math.max(1, series ?? 0);
+  const numbers = async (statement: Statement): Promise<number[]> => {
+    const [row] = (await reader.runAndReadAll(statement.sql, statement.values, statement.types)).getRows();
+    return (row ?? []).map((v) => Number(v ?? 0));
+  };
+  const [samples = 0] = await numbers(buildWindowSamplesQuery(window));
+  // Only a window of more samples than a part asks which of them the plan reads.
+  if (partSamples > 0 && samples <= partSamples) return [window];
+  const [pairs = 0, series = 0] = await numbers(buildMatchedShareQuery(plan));
+  const estimated = (samples * pairs) / Math.max(1, series);
   const count =
     partSamples <= 0 ? QUERY_PARTS_MAX : Math.min(QUERY_PARTS_MAX, Math.ceil(estimated / partSamples));
   if (count <= 1) return [window];
