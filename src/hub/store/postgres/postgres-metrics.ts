@@ -90,6 +90,16 @@ export async function queryPgMetrics(
   weeks: readonly number[],
   options: PgMetricQueryOptions = {},
 ): Promise<MetricQueryRow[]> {
+  return [...metricAnswerBatches(await pgMetricAnswers(sql, plan, weeks, options))].flat();
+}
+
+/** The answers of {@link queryPgMetrics}'s statements, in order, column by column. */
+export async function pgMetricAnswers(
+  sql: Sql,
+  plan: MetricQueryPlan,
+  weeks: readonly number[],
+  options: PgMetricQueryOptions = {},
+): Promise<MetricAnswer[]> {
   const touched = weeks.filter((w) => weekStart(w) < plan.to && weekStart(w + 1) > plan.from);
   const windows = scanWindows(
     plan,
@@ -110,10 +120,7 @@ export async function queryPgMetrics(
       : [{ windows, offsets }];
   // Each part is a statement of its own, on its own connection, with its own `work_mem`.
   const strategy = chooseStrategy(plan, samples / parts.length, matched, options);
-  const answers = await Promise.all(
-    parts.map((part) => runPart(sql, plan, part.windows, part.offsets, strategy)),
-  );
-  return answers.flat();
+  return Promise.all(parts.map((part) => runPart(sql, plan, part.windows, part.offsets, strategy)));
 }
 
 /** The matched series, sized up: see {@link buildPgMatchedSeriesQuery}. */
@@ -177,9 +184,30 @@ function chooseStrategy(
   return { percentiles, firstLast, lookup };
 }
 
+/** Answer rows fetched at a time from a metric statement's cursor. */
+export const METRIC_CURSOR_ROWS = 2_048; // rows
+
 /**
- * One statement over `windows`, in its own transaction (see the file comment), its rows read as
- * `MetricQueryRow`s.
+ * A metric statement's answer, column by column: one entry a row, in the statement's order (a
+ * row's group keys as `MetricQueryRow.group` holds them, consecutive rows of one group sharing the
+ * keys' array). Far smaller than the driver's row objects, and made into `MetricQueryRow`s a batch
+ * at a time ({@link metricAnswerBatches}).
+ */
+export interface MetricAnswer {
+  readonly groupKeys: readonly { readonly key: string }[];
+  readonly labels: readonly string[];
+  readonly bucket: number[];
+  readonly group: (readonly (string | number)[])[];
+  readonly identifier: string[];
+  /** By label: the values of every row, null where the database has NULL. */
+  readonly values: (number | null)[][];
+}
+
+/**
+ * One statement over `windows`, in its own transaction (see the file comment), its rows fetched
+ * through a cursor {@link METRIC_CURSOR_ROWS} at a time into a {@link MetricAnswer}: the
+ * connection is free again once the last row is in, and the driver's row objects are never all
+ * held at once.
  */
 async function runPart(
   sql: Sql,
@@ -187,27 +215,75 @@ async function runPart(
   windows: readonly ScanWindow[],
   offsets: readonly ZoneOffsets[],
   strategy: PgAggregateStrategy,
-): Promise<MetricQueryRow[]> {
+): Promise<MetricAnswer> {
   const query = buildPgMetricQuery(plan, windows, offsets, strategy);
-  const rows = await sql.begin(
+  const answer: MetricAnswer = {
+    groupKeys: query.groupColumns,
+    labels: query.labels,
+    bucket: [],
+    group: [],
+    identifier: [],
+    values: query.labels.map(() => []),
+  };
+  let keys: (string | number)[] = [];
+  await sql.begin(
     closedSafe(async (tx) => {
       await tx`SELECT set_config('jit', 'off', true), set_config('work_mem', ${METRIC_QUERY_WORK_MEM}, true)`;
-      return tx.unsafe(query.text, query.params as never[]);
+      await tx.unsafe(query.text, query.params as never[]).cursor(METRIC_CURSOR_ROWS, (rows) => {
+        for (const row of rows) {
+          const group = query.groupColumns.map((g) => {
+            const v = row[g.column] as unknown;
+            return g.numeric ? Number(v ?? 0) : String(v ?? "");
+          });
+          if (group.length !== keys.length || group.some((v, k) => v !== keys[k])) keys = group;
+          answer.bucket.push(Number(row.bucket_ms));
+          answer.group.push(keys);
+          answer.identifier.push(String(row.identifier));
+          query.labels.forEach((_, i) => {
+            const v = row[`a${i}`] as unknown;
+            (answer.values[i] as (number | null)[]).push(v === null || v === undefined ? null : Number(v));
+          });
+        }
+      });
     }),
   );
-  return rows.map((row): MetricQueryRow => {
-    const group: Record<string, string | number> = {};
-    for (const g of query.groupColumns) {
-      const v = row[g.column] as unknown;
-      group[g.key] = g.numeric ? Number(v ?? 0) : String(v ?? "");
+  return answer;
+}
+
+/**
+ * The rows of `answers`, one after the other, {@link METRIC_CURSOR_ROWS} a batch, each batch made
+ * when it is read; consecutive rows of one group share one group object.
+ */
+export function* metricAnswerBatches(answers: readonly MetricAnswer[]): Generator<MetricQueryRow[]> {
+  for (const answer of answers) {
+    let keys: readonly (string | number)[] | undefined;
+    let group: Record<string, string | number> = {};
+    for (let start = 0; start < answer.bucket.length; start += METRIC_CURSOR_ROWS) {
+      const end = Math.min(answer.bucket.length, start + METRIC_CURSOR_ROWS);
+      const rows: MetricQueryRow[] = [];
+      for (let r = start; r < end; r++) {
+        const rowKeys = answer.group[r] as readonly (string | number)[];
+        if (rowKeys !== keys) {
+          keys = rowKeys;
+          group = {};
+          answer.groupKeys.forEach((g, k) => {
+            group[g.key] = rowKeys[k] as string | number;
+          });
+        }
+        const values: Record<string, number | null> = {};
+        answer.labels.forEach((label, i) => {
+          values[label] = (answer.values[i] as (number | null)[])[r] ?? null;
+        });
+        rows.push({
+          bucket: asEpochMs(answer.bucket[r] as number),
+          group,
+          identifier: answer.identifier[r] as string,
+          values,
+        });
+      }
+      yield rows;
     }
-    const values: Record<string, number | null> = {};
-    query.labels.forEach((label, i) => {
-      const v = row[`a${i}`] as unknown;
-      values[label] = v === null || v === undefined ? null : Number(v);
-    });
-    return { bucket: asEpochMs(Number(row.bucket_ms)), group, identifier: String(row.identifier), values };
-  });
+  }
 }
 
 /**

@@ -44,7 +44,7 @@ import type {
 import { closedSafe } from "./postgres-closed.js";
 import { COMPACT_DELAY_MS, Compactor } from "./postgres-compaction.js";
 import { listEvents, MAX_INT4 } from "./postgres-events.js";
-import { queryPgMetrics } from "./postgres-metrics.js";
+import { metricAnswerBatches, pgMetricAnswers } from "./postgres-metrics.js";
 import {
   chunkPartitionName,
   listPartitions,
@@ -355,16 +355,15 @@ class PostgresStore implements Store {
   }
 
   async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
+    return [...(await this.queryMetricBatches(plan))].flat();
+  }
+
+  async queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
     this.open();
     if (plan.entities.length === 0 || plan.metrics.every((m) => m.include.length === 0)) return [];
     await this.zoneNames.check(plan.zone);
     // Read the catalog on every query: another hub may have added a week since.
-    return queryPgMetrics(this.sql, plan, [...(await listPartitions(this.sql))]);
-  }
-
-  async queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
-    // PostgreSQL sends the rows of each statement whole (a split query runs two at once).
-    return [await this.queryMetrics(plan)];
+    return metricAnswerBatches(await pgMetricAnswers(this.sql, plan, [...(await listPartitions(this.sql))]));
   }
 
   async latestSeverities(): Promise<EntitySeverity[]> {
