@@ -22,6 +22,7 @@ import {
   subjectFor,
   tableMessage,
   uniqueNames,
+  waitFor,
 } from "../helpers/nats.js";
 import { tempDir } from "../helpers/vigil-process.js";
 import { entities, metricNames, refusals, until } from "./limits-helpers.js";
@@ -53,6 +54,9 @@ before(async () => {
     logger: pino({ level: "silent" }),
   });
   base = hub.urls.hub ?? "";
+  // The hub's consumer makes the stream in the background: a publish before it would find no stream.
+  const a = admin;
+  await waitFor("the hub to make its stream", () => a.exists(names.stream), 60_000);
 });
 after(async () => {
   await hub?.stop(5000);
