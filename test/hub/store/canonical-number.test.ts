@@ -140,6 +140,24 @@ describe("canonical number texts", () => {
       BUDGET,
     ));
 
+  it("property: the check reads the text as `String(value)` compared with it would, for texts of every form", () =>
+    fc.assert(
+      fc.property(
+        fc.oneof(text, fc.stringMatching(/^-?[0-9]{0,20}(\.[0-9]{0,20})?$/)),
+        number,
+        fc.boolean(),
+        (t, n, own) => {
+          // Mostly the text's own number (as the ingester pairs them), sometimes another one.
+          const value = own ? Number(t) : n;
+          const inRange = Number.isInteger(value)
+            ? Math.abs(value) <= Number.MAX_SAFE_INTEGER
+            : Number.isFinite(value) && Math.abs(value) >= 1e-4;
+          assert.equal(isCanonicalNumberText(value, t), inRange && t === String(value));
+        },
+      ),
+      fuzzBudget(20_000),
+    ));
+
   it("property: a canonical text is the one `String` writes, within the ranges DuckDB writes alike", () =>
     fc.assert(
       fc.property(number, fc.string({ maxLength: 4 }), (n, other) => {
