@@ -23,6 +23,7 @@ import {
   type Rejection,
   wellFormedJsonText,
 } from "./check-message.js";
+import { readTableLine } from "./table-line.js";
 
 /** Deliveries read from a body, and how many entries (array elements, or lines blank or not) are left. */
 export interface BodySlice {
@@ -135,41 +136,66 @@ export function* lineRanges(
 
 /**
  * The deliveries of a slice's text (the bytes of a {@link LineRange}, decoded): one per non-blank
- * line. A line that is not JSON is a delivery with its parse error, and so is one nested deeper
- * than `jsonDepth`, with the limit (it is not parsed); each delivery is marked when its text proves
- * its strings well-formed.
+ * line (see {@link lineDelivery}).
  */
 export function lineDeliveries(text: string, jsonDepth: number): CheckedTextDelivery[] {
   const deliveries: CheckedTextDelivery[] = [];
+  for (const line of text.split("\n")) if (!isBlank(line)) deliveries.push(lineDelivery(line, jsonDepth));
+  return deliveries;
+}
+
+/** Whether a line is blank: its text trims to nothing (a message line starts with `{`). */
+const isBlank = (line: string): boolean => line.charCodeAt(0) !== 0x7b && line.trim() === "";
+
+/**
+ * The delivery of one non-blank line: a line that is not JSON is a delivery with its parse error,
+ * and so is one nested deeper than `jsonDepth`, with the limit (it is not parsed); each delivery is
+ * marked when its text proves its strings well-formed.
+ */
+function lineDelivery(line: string, jsonDepth: number): CheckedTextDelivery {
+  if (jsonTextTooDeep(line, jsonDepth)) {
+    return {
+      id: undefined,
+      message: undefined,
+      parseError: limitReason(
+        "jsonDepth",
+        "the line nests arrays and objects",
+        jsonDepth + 1,
+        jsonDepth,
+        "levels or more",
+      ),
+      limit: "jsonDepth",
+    };
+  }
+  try {
+    const message: unknown = JSON.parse(line);
+    return { id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line };
+  } catch (error) {
+    return { id: undefined, message: undefined, parseError: `not valid JSON: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * The checked slice of a slice's text (the bytes of a {@link LineRange}, decoded), as
+ * {@link checkSlice} makes of its {@link lineDeliveries}, with `left` entries after it: a line that
+ * is a `table` or `headline` update as a gateway writes it is read by table-line.ts without
+ * `JSON.parse` (with the same result); every other line is parsed and checked as a delivery.
+ * `readTables` false parses every line (the tests compare the two).
+ */
+export function checkLines(text: string, left: number, limits: DataLimits, readTables = true): CheckedSlice {
+  const part = new CheckedPart();
   for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    if (jsonTextTooDeep(line, jsonDepth)) {
-      deliveries.push({
-        id: undefined,
-        message: undefined,
-        parseError: limitReason(
-          "jsonDepth",
-          "the line nests arrays and objects",
-          jsonDepth + 1,
-          jsonDepth,
-          "levels or more",
-        ),
-        limit: "jsonDepth",
-      });
+    if (isBlank(line)) continue;
+    const start = part.cells.length;
+    const read = readTables ? readTableLine(line, limits, part.cells) : undefined;
+    if (read === undefined) {
+      checkInto([lineDelivery(line, limits.jsonDepth)], part, limits);
       continue;
     }
-    try {
-      const message: unknown = JSON.parse(line);
-      deliveries.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
-    } catch (error) {
-      deliveries.push({
-        id: undefined,
-        message: undefined,
-        parseError: `not valid JSON: ${(error as Error).message}`,
-      });
-    }
+    part.checked.push({ index: part.length, key: read.key, row: read.row, start, end: part.cells.length });
+    part.length += 1;
   }
-  return deliveries;
+  return packSlice(part, left);
 }
 
 /**
@@ -266,6 +292,11 @@ export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
 export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
   const part = new CheckedPart();
   checkInto(slice.deliveries, part, limits);
+  return packSlice(part, slice.left);
+}
+
+/** A checked part written as a {@link CheckedSlice} with `left` entries after it. */
+function packSlice(part: CheckedPart, left: number): CheckedSlice {
   const names: string[] = [];
   const numbers = new Map<string, number>();
   const name = (text: string): number => {
@@ -317,7 +348,7 @@ export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
   }
   return {
     count: part.length,
-    left: slice.left,
+    left,
     rejected: part.rejected,
     names,
     items,
