@@ -14,6 +14,7 @@ import type { DataLimits } from "../../limits/data-limits.js";
 import { jsonTextTooDeep } from "../../limits/json-depth.js";
 import { limitError, limitReason } from "../../limits/limit-refusals.js";
 import type { PublicV2Message } from "../../messages/types.js";
+import { isCanonicalNumberText } from "../store/core/canonical-number.js";
 import type { MessageKey } from "../store/store.js";
 import {
   CheckedPart,
@@ -277,16 +278,21 @@ export interface CheckedSlice {
   readonly digestTimes: Float64Array;
   /** The checked messages that are not rows, as they are. */
   readonly others: PublicV2Message[];
-  /** Per cell: its column (index into `names`), its text and its number (NaN: none). */
+  /** Per cell: its column (index into `names`), its number (NaN: none) and whether its text is left out. */
   readonly columns: Int32Array;
-  /** In chunks, as `SampleCells` holds them (sample-rows.ts). */
-  readonly texts: string[][];
   readonly values: Float64Array;
+  /**
+   * 1 where the cell's text is the canonical text of its number (core/canonical-number.ts): not
+   * sent, since the DuckDB store leaves it out and `SampleCells.text` writes it back.
+   */
+  readonly canonical: Uint8Array;
+  /** The texts of the other cells, in order. */
+  readonly texts: string[];
 }
 
 /** The buffers {@link CheckedSlice} holds, to move them rather than copy them to the other thread. */
 export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
-  [s.items, s.times, s.digestTimes, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
+  [s.items, s.times, s.digestTimes, s.columns, s.values, s.canonical].map((a) => a.buffer as ArrayBuffer);
 
 /** Checks `slice` (check-message.ts, against `limits`) and writes the result as a {@link CheckedSlice}. */
 export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
@@ -342,9 +348,15 @@ function packSlice(part: CheckedPart, left: number): CheckedSlice {
   const { cells } = part;
   const columns = new Int32Array(cells.length);
   const values = new Float64Array(cells.length);
+  const canonical = new Uint8Array(cells.length);
+  const texts: string[] = [];
   for (let c = 0; c < cells.length; c++) {
     columns[c] = name(cells.column(c));
-    values[c] = cells.value(c);
+    const value = cells.value(c);
+    values[c] = value;
+    const text = cells.text(c);
+    if (isCanonicalNumberText(value, text)) canonical[c] = 1;
+    else texts.push(text);
   }
   return {
     count: part.length,
@@ -357,8 +369,9 @@ function packSlice(part: CheckedPart, left: number): CheckedSlice {
     digestTimes,
     others,
     columns,
-    texts: cells.textsInChunks(),
     values,
+    canonical,
+    texts,
   };
 }
 
@@ -397,13 +410,13 @@ export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
     part.checked.push({ index, key, start, end, row });
   }
   for (const r of slice.rejected) part.rejected.push({ ...r, index: offset + r.index });
-  const { columns, texts, values } = slice;
-  let c = 0;
-  for (const chunk of texts) {
-    for (const text of chunk) {
-      part.cells.cell(name(columns[c] as number), text, values[c] as number);
-      c += 1;
-    }
+  const { columns, values, canonical, texts } = slice;
+  let t = 0;
+  for (let c = 0; c < columns.length; c++) {
+    const column = name(columns[c] as number);
+    const value = values[c] as number;
+    if (canonical[c] === 1) part.cells.canonicalCell(column, value);
+    else part.cells.cell(column, texts[t++] as string, value);
   }
   part.length += slice.count;
 }

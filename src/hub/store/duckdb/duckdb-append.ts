@@ -83,8 +83,8 @@ export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<Duc
       const value = cellColumns.value(c);
       if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
       else nulls.push(at);
-      const text = cellColumns.text(c);
-      if (isCanonicalNumberText(value, text)) plain.push(at);
+      const text = cellColumns.ownText(c); // undefined: left out as canonical
+      if (text === undefined || isCanonicalNumberText(value, text)) plain.push(at);
       else chunk.strings.setItem(at, text);
       at += 1;
       left -= 1;
