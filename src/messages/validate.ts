@@ -33,7 +33,7 @@ function validator(): ValidateFunction<PublicV2Message> {
     }
     const ajv = new Ajv2020({ allErrors: true, strict: true });
     addFormats(ajv);
-    ajv.addFormat("date-time", rememberingDateTime());
+    ajv.addFormat("date-time", dateTimeFormat());
     compiled = ajv.compile<PublicV2Message>(schema);
   }
   return compiled;
@@ -64,6 +64,22 @@ function rememberingDateTime(): FormatDefinition<string> {
       return true;
     },
   };
+}
+
+let dateTime: FormatDefinition<string> | undefined;
+
+/** The schema's one `date-time` format, made at first use (ajv-formats' is read then). */
+function dateTimeFormat(): FormatDefinition<string> {
+  dateTime ??= rememberingDateTime();
+  return dateTime;
+}
+
+/**
+ * Whether `text` passes the schema's `date-time` format: the very check the validator runs, for a
+ * reader that checks the schema's rules itself (the backfill's table lines, table-line.ts).
+ */
+export function isSchemaDateTime(text: string): boolean {
+  return (dateTimeFormat().validate as (text: string) => boolean)(text);
 }
 
 /** Renders one Ajv error as `<JSON pointer>: <message>`, naming the offending key or allowed values. */

@@ -14,6 +14,7 @@ import type { DataLimits } from "../../limits/data-limits.js";
 import { jsonTextTooDeep } from "../../limits/json-depth.js";
 import { limitError, limitReason } from "../../limits/limit-refusals.js";
 import type { PublicV2Message } from "../../messages/types.js";
+import { isCanonicalNumberText } from "../store/core/canonical-number.js";
 import type { MessageKey } from "../store/store.js";
 import {
   CheckedPart,
@@ -23,6 +24,7 @@ import {
   type Rejection,
   wellFormedJsonText,
 } from "./check-message.js";
+import { readTableLine } from "./table-line.js";
 
 /** Deliveries read from a body, and how many entries (array elements, or lines blank or not) are left. */
 export interface BodySlice {
@@ -135,41 +137,66 @@ export function* lineRanges(
 
 /**
  * The deliveries of a slice's text (the bytes of a {@link LineRange}, decoded): one per non-blank
- * line. A line that is not JSON is a delivery with its parse error, and so is one nested deeper
- * than `jsonDepth`, with the limit (it is not parsed); each delivery is marked when its text proves
- * its strings well-formed.
+ * line (see {@link lineDelivery}).
  */
 export function lineDeliveries(text: string, jsonDepth: number): CheckedTextDelivery[] {
   const deliveries: CheckedTextDelivery[] = [];
+  for (const line of text.split("\n")) if (!isBlank(line)) deliveries.push(lineDelivery(line, jsonDepth));
+  return deliveries;
+}
+
+/** Whether a line is blank: its text trims to nothing (a message line starts with `{`). */
+const isBlank = (line: string): boolean => line.charCodeAt(0) !== 0x7b && line.trim() === "";
+
+/**
+ * The delivery of one non-blank line: a line that is not JSON is a delivery with its parse error,
+ * and so is one nested deeper than `jsonDepth`, with the limit (it is not parsed); each delivery is
+ * marked when its text proves its strings well-formed.
+ */
+function lineDelivery(line: string, jsonDepth: number): CheckedTextDelivery {
+  if (jsonTextTooDeep(line, jsonDepth)) {
+    return {
+      id: undefined,
+      message: undefined,
+      parseError: limitReason(
+        "jsonDepth",
+        "the line nests arrays and objects",
+        jsonDepth + 1,
+        jsonDepth,
+        "levels or more",
+      ),
+      limit: "jsonDepth",
+    };
+  }
+  try {
+    const message: unknown = JSON.parse(line);
+    return { id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line };
+  } catch (error) {
+    return { id: undefined, message: undefined, parseError: `not valid JSON: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * The checked slice of a slice's text (the bytes of a {@link LineRange}, decoded), as
+ * {@link checkSlice} makes of its {@link lineDeliveries}, with `left` entries after it: a line that
+ * is a `table` or `headline` update as a gateway writes it is read by table-line.ts without
+ * `JSON.parse` (with the same result); every other line is parsed and checked as a delivery.
+ * `readTables` false parses every line (the tests compare the two).
+ */
+export function checkLines(text: string, left: number, limits: DataLimits, readTables = true): CheckedSlice {
+  const part = new CheckedPart();
   for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    if (jsonTextTooDeep(line, jsonDepth)) {
-      deliveries.push({
-        id: undefined,
-        message: undefined,
-        parseError: limitReason(
-          "jsonDepth",
-          "the line nests arrays and objects",
-          jsonDepth + 1,
-          jsonDepth,
-          "levels or more",
-        ),
-        limit: "jsonDepth",
-      });
+    if (isBlank(line)) continue;
+    const start = part.cells.length;
+    const read = readTables ? readTableLine(line, limits, part.cells) : undefined;
+    if (read === undefined) {
+      checkInto([lineDelivery(line, limits.jsonDepth)], part, limits);
       continue;
     }
-    try {
-      const message: unknown = JSON.parse(line);
-      deliveries.push({ id: undefined, message, wellFormedText: wellFormedJsonText(line), text: line });
-    } catch (error) {
-      deliveries.push({
-        id: undefined,
-        message: undefined,
-        parseError: `not valid JSON: ${(error as Error).message}`,
-      });
-    }
+    part.checked.push({ index: part.length, key: read.key, row: read.row, start, end: part.cells.length });
+    part.length += 1;
   }
-  return deliveries;
+  return packSlice(part, left);
 }
 
 /**
@@ -251,21 +278,31 @@ export interface CheckedSlice {
   readonly digestTimes: Float64Array;
   /** The checked messages that are not rows, as they are. */
   readonly others: PublicV2Message[];
-  /** Per cell: its column (index into `names`), its text and its number (NaN: none). */
+  /** Per cell: its column (index into `names`), its number (NaN: none) and whether its text is left out. */
   readonly columns: Int32Array;
-  /** In chunks, as `SampleCells` holds them (sample-rows.ts). */
-  readonly texts: string[][];
   readonly values: Float64Array;
+  /**
+   * 1 where the cell's text is the canonical text of its number (core/canonical-number.ts): not
+   * sent, since the DuckDB store leaves it out and `SampleCells.text` writes it back.
+   */
+  readonly canonical: Uint8Array;
+  /** The texts of the other cells, in order. */
+  readonly texts: string[];
 }
 
 /** The buffers {@link CheckedSlice} holds, to move them rather than copy them to the other thread. */
 export const sliceBuffers = (s: CheckedSlice): ArrayBuffer[] =>
-  [s.items, s.times, s.digestTimes, s.columns, s.values].map((a) => a.buffer as ArrayBuffer);
+  [s.items, s.times, s.digestTimes, s.columns, s.values, s.canonical].map((a) => a.buffer as ArrayBuffer);
 
 /** Checks `slice` (check-message.ts, against `limits`) and writes the result as a {@link CheckedSlice}. */
 export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
   const part = new CheckedPart();
   checkInto(slice.deliveries, part, limits);
+  return packSlice(part, slice.left);
+}
+
+/** A checked part written as a {@link CheckedSlice} with `left` entries after it. */
+function packSlice(part: CheckedPart, left: number): CheckedSlice {
   const names: string[] = [];
   const numbers = new Map<string, number>();
   const name = (text: string): number => {
@@ -311,13 +348,19 @@ export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
   const { cells } = part;
   const columns = new Int32Array(cells.length);
   const values = new Float64Array(cells.length);
+  const canonical = new Uint8Array(cells.length);
+  const texts: string[] = [];
   for (let c = 0; c < cells.length; c++) {
     columns[c] = name(cells.column(c));
-    values[c] = cells.value(c);
+    const value = cells.value(c);
+    values[c] = value;
+    const text = cells.text(c);
+    if (isCanonicalNumberText(value, text)) canonical[c] = 1;
+    else texts.push(text);
   }
   return {
     count: part.length,
-    left: slice.left,
+    left,
     rejected: part.rejected,
     names,
     items,
@@ -326,8 +369,9 @@ export function checkSlice(slice: BodySlice, limits: DataLimits): CheckedSlice {
     digestTimes,
     others,
     columns,
-    texts: cells.textsInChunks(),
     values,
+    canonical,
+    texts,
   };
 }
 
@@ -366,13 +410,13 @@ export function addSlice(part: CheckedPart, slice: CheckedSlice): void {
     part.checked.push({ index, key, start, end, row });
   }
   for (const r of slice.rejected) part.rejected.push({ ...r, index: offset + r.index });
-  const { columns, texts, values } = slice;
-  let c = 0;
-  for (const chunk of texts) {
-    for (const text of chunk) {
-      part.cells.cell(name(columns[c] as number), text, values[c] as number);
-      c += 1;
-    }
+  const { columns, values, canonical, texts } = slice;
+  let t = 0;
+  for (let c = 0; c < columns.length; c++) {
+    const column = name(columns[c] as number);
+    const value = values[c] as number;
+    if (canonical[c] === 1) part.cells.canonicalCell(column, value);
+    else part.cells.cell(column, texts[t++] as string, value);
   }
   part.length += slice.count;
 }

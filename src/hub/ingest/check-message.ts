@@ -23,13 +23,41 @@ import { messageBeyondLimits } from "./message-limits.js";
 /** A cell value that is a plain decimal number (no blanks, units, hex or Infinity). */
 const NUMBER = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-/** The numeric value of a published cell, or null when it is not a number. */
+/**
+ * The numeric value of a published cell, or null when it is not a number. The usual cell, a text of
+ * at most 15 digits with at most a leading `-` and one `.` between digits, is read without `Number`:
+ * its digits as an integer over a power of ten, both exact doubles, so the one division rounds
+ * correctly and gives the double `Number` reads (Clinger's fast path). Any other text is trimmed and
+ * matched.
+ */
 export function numericValue(text: string): number | null {
+  const length = text.length;
+  let i = text.charCodeAt(0) === 0x2d ? 1 : 0;
+  let digits = 0;
+  let mantissa = 0;
+  let point = -1;
+  for (; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      mantissa = mantissa * 10 + (c - 0x30);
+      digits += 1;
+    } else if (c === 0x2e && point < 0 && digits > 0) point = i;
+    else break;
+  }
+  if (i === length && digits > 0 && digits <= EXACT_DIGITS && point !== length - 1) {
+    const value = mantissa / (POWERS_OF_TEN[point < 0 ? 0 : length - point - 1] as number);
+    return text.charCodeAt(0) === 0x2d ? -value : value;
+  }
   const trimmed = text.trim();
   if (!NUMBER.test(trimmed)) return null;
   const value = Number(trimmed);
   return Number.isFinite(value) ? value : null;
 }
+
+/** Digits of an integer every double holds exactly with each one below it (< 2^53). */
+const EXACT_DIGITS = 15;
+/** 10^k for k ≤ 15: each an exact double. */
+const POWERS_OF_TEN = Array.from({ length: EXACT_DIGITS + 1 }, (_, k) => 10 ** k);
 
 /** The text that names an entity in the ingester's maps (names are data, never object keys). */
 export const entityKeyText = (key: EntityKey): string =>

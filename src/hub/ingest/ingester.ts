@@ -82,6 +82,11 @@ class BatchBuilder {
   readonly known = new Set<string>();
   /** Per dataview: the last message's filter, and per row whether its last message deletes it. */
   readonly dataviews = new Map<string, DataviewChange>();
+  /**
+   * The entity and dataview of the last row of metrics: the rows of a part mostly come in runs of one
+   * dataview (every row of a table at one instant), and each after the first needs no key text.
+   */
+  lastRow: { readonly row: MetricsRow; readonly key: EntityKey; readonly change: DataviewChange } | undefined;
 
   constructor(cells: SampleCells) {
     this.rows = new SampleRowsBuilder(cells);
@@ -342,6 +347,33 @@ export class Ingester {
 
   /** The row of a headline or table update, over the cells checking made of it. */
   private metrics(row: MetricsRow, batch: BatchBuilder, item: Checked): void {
+    const last = batch.lastRow;
+    let key: EntityKey;
+    let change: DataviewChange;
+    if (
+      last !== undefined &&
+      last.row.entityText === row.entityText &&
+      last.row.dataview === row.dataview &&
+      last.row.sampler === row.sampler &&
+      last.row.samplerType === row.samplerType
+    ) {
+      // The last row's entity and dataview: its probe and entity are in the batch or the caches
+      // already, and it has its dataview's change.
+      key = last.key;
+      change = last.change;
+    } else {
+      key = this.rowEntity(row, batch);
+      change = this.dataviewChange(batch, key, row.entityText, row.sampler, row.samplerType, row.dataview);
+      batch.lastRow = { row, key, change };
+    }
+    batch.rows.row(key, row.sampler, row.samplerType, row.dataview, row.row, row.at, item.start, item.end);
+    change.plugin = row.pluginName;
+    change.osType = row.osType;
+    change.rows.set(row.row, false);
+  }
+
+  /** The key of a row's entity, with the probe and entity added to the batch when the hub does not know them. */
+  private rowEntity(row: MetricsRow, batch: BatchBuilder): EntityKey {
     const text = row.entityText;
     let key = batch.sampleEntities.get(text);
     if (key === undefined) {
@@ -367,11 +399,7 @@ export class Ingester {
       // stored out of order after a retry or by several hubs), replaces these attributes.
       this.upsert(batch, key, {}, false, EPOCH_START);
     }
-    batch.rows.row(key, row.sampler, row.samplerType, row.dataview, row.row, row.at, item.start, item.end);
-    const change = this.dataviewChange(batch, key, text, row.sampler, row.samplerType, row.dataview);
-    change.plugin = row.pluginName;
-    change.osType = row.osType;
-    change.rows.set(row.row, false);
+    return key;
   }
 
   /** A headline or table `delete`: its row ("" for the headlines) is deleted in its dataview. */

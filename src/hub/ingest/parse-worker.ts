@@ -14,8 +14,8 @@ import {
   arraySlices,
   type BodySlice,
   type CheckedSlice,
+  checkLines,
   checkSlice,
-  lineDeliveries,
   sliceBuffers,
 } from "./backfill-body.js";
 
@@ -62,13 +62,12 @@ if (port === null) throw new Error("parse-worker.ts runs as a worker thread only
 const arrays = new Map<number, { readonly slices: Generator<BodySlice>; readonly limits: DataLimits }>();
 
 /** Slice `seq` of `job`, or the end of the body when `read` has none; an error as its reply. */
-function reply(job: number, seq: number, limits: DataLimits, read: () => BodySlice | undefined): void {
+function reply(job: number, seq: number, read: () => CheckedSlice | undefined): void {
   let answer: ParserReply;
   try {
-    const body = read();
-    if (body === undefined) answer = { job, seq, done: true };
+    const slice = read();
+    if (slice === undefined) answer = { job, seq, done: true };
     else {
-      const slice = checkSlice(body, limits);
       port?.postMessage({ job, seq, slice } satisfies ParserReply, sliceBuffers(slice));
       return;
     }
@@ -85,14 +84,12 @@ function reply(job: number, seq: number, limits: DataLimits, read: () => BodySli
 port.on("message", (request: ParserRequest) => {
   switch (request.kind) {
     case "lines":
-      return reply(request.job, request.seq, request.limits, () => {
-        const deliveries = lineDeliveries(
-          Buffer.from(request.bytes).toString("utf8"),
-          request.limits.jsonDepth,
-        );
-        if (deliveries.length !== request.count)
-          throw new Error(`a slice of ${request.count} lines read as ${deliveries.length}`);
-        return { deliveries, left: request.left };
+      return reply(request.job, request.seq, () => {
+        const text = Buffer.from(request.bytes).toString("utf8");
+        const slice = checkLines(text, request.left, request.limits);
+        if (slice.count !== request.count)
+          throw new Error(`a slice of ${request.count} lines read as ${slice.count}`);
+        return slice;
       });
     case "start":
       arrays.set(request.job, {
@@ -115,9 +112,9 @@ port.on("message", (request: ParserRequest) => {
         port.postMessage({ job: request.job, seq: request.seq, done: true } satisfies ParserReply);
         return;
       }
-      return reply(request.job, request.seq, array.limits, () => {
+      return reply(request.job, request.seq, () => {
         const next = array.slices.next();
-        if (next.done !== true) return next.value;
+        if (next.done !== true) return checkSlice(next.value, array.limits);
         arrays.delete(request.job);
         return undefined;
       });

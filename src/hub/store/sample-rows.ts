@@ -29,16 +29,20 @@ const IN_CHUNK = (1 << CHUNK_BITS) - 1;
 /**
  * Cells in columns before rows are made of them: the ingester makes a part's cells while it checks
  * the part, before the store's transaction, and the rows that name them inside it. Held in chunks
- * of 4 096 cells (see CHUNK_BITS), read by index.
+ * of 4 096 cells (see CHUNK_BITS), read by index. A cell whose text is the canonical text of its
+ * number (core/canonical-number.ts) may be added without it ({@link canonicalCell}): the backfill's
+ * parse workers send no such text to the hub's thread, where the DuckDB store would leave it out
+ * again, and `text` writes it back for a store that keeps every text.
  */
 export class SampleCells implements CellColumns {
   private readonly columnChunks: string[][] = [];
-  private readonly textChunks: string[][] = [];
+  /** `undefined` where the text is the canonical text of the number (see the class comment). */
+  private readonly textChunks: (string | undefined)[][] = [];
   private readonly valueChunks: number[][] = [];
   private count = 0;
   // The chunks being filled.
   private columns: string[] = [];
-  private texts: string[] = [];
+  private texts: (string | undefined)[] = [];
   private values: number[] = [];
 
   /** Cells added so far. */
@@ -48,6 +52,18 @@ export class SampleCells implements CellColumns {
 
   /** Adds a cell; `value` null (or not finite) when the text is no number. */
   cell(column: string, text: string, value: number | null): void {
+    this.add(column, text, value !== null && Number.isFinite(value) ? value : Number.NaN);
+  }
+
+  /**
+   * Adds a cell whose text is the canonical text of `value` (`isCanonicalNumberText(value, text)`,
+   * core/canonical-number.ts), without the text: `text` writes it, and `ownText` is undefined.
+   */
+  canonicalCell(column: string, value: number): void {
+    this.add(column, undefined, value);
+  }
+
+  private add(column: string, text: string | undefined, value: number): void {
     if ((this.count & IN_CHUNK) === 0) {
       this.columns = [];
       this.texts = [];
@@ -58,7 +74,7 @@ export class SampleCells implements CellColumns {
     }
     this.columns.push(column);
     this.texts.push(text);
-    this.values.push(value !== null && Number.isFinite(value) ? value : Number.NaN);
+    this.values.push(value);
     this.count += 1;
   }
 
@@ -67,19 +83,15 @@ export class SampleCells implements CellColumns {
   }
 
   text(c: number): string {
-    return (this.textChunks[c >>> CHUNK_BITS] as string[])[c & IN_CHUNK] as string;
+    return this.ownText(c) ?? String(this.value(c));
+  }
+
+  ownText(c: number): string | undefined {
+    return (this.textChunks[c >>> CHUNK_BITS] as (string | undefined)[])[c & IN_CHUNK];
   }
 
   value(c: number): number {
     return (this.valueChunks[c >>> CHUNK_BITS] as number[])[c & IN_CHUNK] as number;
-  }
-
-  /**
-   * The texts of every cell, in order, in the chunks this holds (the chunks themselves, not copies:
-   * to post them to another thread).
-   */
-  textsInChunks(): string[][] {
-    return this.textChunks.slice();
   }
 }
 

@@ -253,6 +253,11 @@ export interface CellColumns {
   column(c: number): string;
   /** Cell `c`'s value as published. */
   text(c: number): string;
+  /**
+   * Cell `c`'s text when the cells hold it; undefined when it was left out as the canonical text of
+   * the cell's number (core/canonical-number.ts), which `text` writes back.
+   */
+  ownText(c: number): string | undefined;
   /** Cell `c`'s value as a finite number, NaN when it is none (it counts in no aggregation). */
   value(c: number): number;
 }

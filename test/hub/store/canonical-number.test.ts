@@ -31,9 +31,18 @@ const NAMES = { sampler: "s", samplerType: "", dataview: "d", row: "r" };
  * Stores `texts` (each with the number the ingester reads from it) through the DuckDB write path,
  * and reads back, in order, what the store keeps and what it reads.
  */
-async function roundTrip(texts: readonly string[]): Promise<{ kept: (string | null)[]; read: string[] }> {
+async function roundTrip(
+  texts: readonly string[],
+  leaveOut = false,
+): Promise<{ kept: (string | null)[]; read: string[] }> {
   const rows = new SampleRowsBuilder();
-  for (const text of texts) rows.cell("c", text, numericValue(text));
+  for (const text of texts) {
+    const value = numericValue(text);
+    // `leaveOut`: each canonical text left out of the cells, as the backfill's parse workers send them.
+    if (leaveOut && value !== null && isCanonicalNumberText(value, text))
+      rows.cells.canonicalCell("c", value);
+    else rows.cell("c", text, value);
+  }
   rows.endRow(ENTITY, NAMES, asEpochMs(0));
   // The cell's index as its series id: the rows read back in the order they were sent.
   const ids = Int32Array.from(texts, (_, i) => i);
@@ -127,6 +136,11 @@ describe("canonical number texts", () => {
     );
   });
 
+  it("a cell added without its canonical text is stored and read back as the cell with it", async () => {
+    const texts = [...canonical, ...notCanonical].map(([t]) => t);
+    assert.deepEqual(await roundTrip(texts, true), await roundTrip(texts));
+  });
+
   it("property: DuckDB renders every canonical text back from its double; every other text is kept", () =>
     fc.assert(
       fc.asyncProperty(fc.array(text, { minLength: 1, maxLength: 300 }), async (texts) => {
@@ -138,6 +152,24 @@ describe("canonical number texts", () => {
         );
       }),
       BUDGET,
+    ));
+
+  it("property: the check reads the text as `String(value)` compared with it would, for texts of every form", () =>
+    fc.assert(
+      fc.property(
+        fc.oneof(text, fc.stringMatching(/^-?[0-9]{0,20}(\.[0-9]{0,20})?$/)),
+        number,
+        fc.boolean(),
+        (t, n, own) => {
+          // Mostly the text's own number (as the ingester pairs them), sometimes another one.
+          const value = own ? Number(t) : n;
+          const inRange = Number.isInteger(value)
+            ? Math.abs(value) <= Number.MAX_SAFE_INTEGER
+            : Number.isFinite(value) && Math.abs(value) >= 1e-4;
+          assert.equal(isCanonicalNumberText(value, t), inRange && t === String(value));
+        },
+      ),
+      fuzzBudget(20_000),
     ));
 
   it("property: a canonical text is the one `String` writes, within the ranges DuckDB writes alike", () =>

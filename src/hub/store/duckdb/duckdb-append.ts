@@ -15,6 +15,7 @@ import {
   TIMESTAMPTZ,
   VARCHAR,
 } from "@duckdb/node-api";
+import bindings from "@duckdb/node-bindings";
 import { isCanonicalNumberText } from "../core/canonical-number.js";
 import type { SampleRows } from "../store.js";
 
@@ -55,52 +56,134 @@ const SAMPLE_TYPES = [INTEGER, TIMESTAMPTZ, DOUBLE, VARCHAR];
 /**
  * The DataChunks that load the cells of `cells` into `samples`, `ids` holding each cell's series id
  * (by cell index), 2048 cells each, made one at a time as they are taken: they need no connection,
- * so a transaction can make some while its connection runs a statement (duckdb-transaction.ts). The
- * vectors are filled straight from the cell columns: no array per column or chunk, and one
- * TIMESTAMPTZ value per row (its cells share the time). A value that is not a finite number (NaN:
- * the text is none) is stored as NULL: only those aggregate. A text that is the canonical text of
- * its number (core/canonical-number.ts) is stored as NULL too, and read back from the value.
+ * so a transaction can make some while its connection runs a statement (duckdb-transaction.ts).
+ * Each column is written into a typed array, a row's cells at a time (its series ids copied as a
+ * run, its time filled in), and copied into the chunk's vector once (see {@link SampleColumns}). A
+ * value that is not a finite number (NaN: the text is none) is stored as NULL: only those
+ * aggregate. A text that is the canonical text of its number (core/canonical-number.ts) is stored
+ * as NULL too, and read back from the value.
  */
 export function* sampleChunks(cells: SampleRows, ids: Int32Array): Generator<DuckDBDataChunk> {
   let total = 0;
   for (const row of cells.rows) total += row.end - row.start;
   if (total === 0) return;
   const { cells: cellColumns } = cells;
-  let chunk = sampleChunk(Math.min(CHUNK_ROWS, total));
+  const columns = new SampleColumns(Math.min(CHUNK_ROWS, total));
   let at = 0; // position in the chunk
   let left = total;
-  // NULL values are set last in each chunk: the vector keeps no validity mask until the first
-  // NULL, and sets each later item's bit with BigInt arithmetic (a twentieth of a write).
-  const nulls: number[] = [];
-  // The cells whose text is the canonical text of their number: stored as NULL (read back from the
-  // value, duckdb-schema.ts `sampleTextSql`), also set last.
-  const plain: number[] = [];
   for (const row of cells.rows) {
-    const time = timestampTz(row.at);
-    for (let c = row.start; c < row.end; c++) {
-      chunk.series.setItem(at, ids[c] as number);
-      chunk.times.setItem(at, time);
-      const value = cellColumns.value(c);
-      if (Number.isFinite(value)) chunk.numbers.setItem(at, value);
-      else nulls.push(at);
-      const text = cellColumns.text(c);
-      if (isCanonicalNumberText(value, text)) plain.push(at);
-      else chunk.strings.setItem(at, text);
-      at += 1;
-      left -= 1;
-      if (at === chunk.size) {
-        for (const n of nulls) chunk.numbers.setItem(n, null);
-        for (const n of plain) chunk.strings.setItem(n, null);
-        nulls.length = 0;
-        plain.length = 0;
-        for (const vector of [chunk.series, chunk.times, chunk.numbers, chunk.strings]) vector.flush();
-        yield chunk.chunk;
+    const micros = BigInt(row.at) * US_PER_MS;
+    for (let c = row.start; c < row.end; ) {
+      const n = Math.min(row.end - c, columns.size - at);
+      columns.series.set(ids.subarray(c, c + n), at);
+      columns.times.fill(micros, at, at + n);
+      for (let end = c + n; c < end; c++, at++) {
+        const value = cellColumns.value(c);
+        columns.values[at] = value;
+        if (!Number.isFinite(value)) columns.valueNull(at);
+        const text = cellColumns.ownText(c); // undefined: left out as canonical
+        if (text === undefined || isCanonicalNumberText(value, text)) columns.textNull(at);
+        else columns.text(at, text);
+      }
+      left -= n;
+      if (at === columns.size) {
+        yield columns.chunk();
         if (left === 0) return;
-        chunk = sampleChunk(Math.min(CHUNK_ROWS, left));
+        columns.reset(Math.min(CHUNK_ROWS, left));
         at = 0;
       }
     }
   }
+}
+
+/**
+ * The four columns of `samples` for one DataChunk of up to CHUNK_ROWS rows, written as typed arrays
+ * and copied into the chunk's vectors at once through the bindings (`copy_data_to_vector` and its
+ * validity counterpart, what the node-api vectors' `flush` calls): node-api's `setItem` per value
+ * checked each value and, once a vector had a NULL, set each validity bit with BigInt arithmetic.
+ * The arrays are reused from one chunk to the next; the kept texts are assigned one by one.
+ */
+class SampleColumns {
+  readonly series = new Int32Array(CHUNK_ROWS);
+  readonly times = new BigInt64Array(CHUNK_ROWS);
+  readonly values = new Float64Array(CHUNK_ROWS);
+  /** DuckDB's validity masks: a bit per row, set when the row's value is not NULL. */
+  private readonly valueValid = new Uint8Array(CHUNK_ROWS / 8);
+  private readonly textValid = new Uint8Array(CHUNK_ROWS / 8);
+  private valueNulls = 0;
+  private textNulls = 0;
+  /** The texts kept, by row. */
+  private readonly keptAt: number[] = [];
+  private readonly kept: string[] = [];
+
+  constructor(public size: number) {
+    this.reset(size);
+  }
+
+  reset(size: number): void {
+    this.size = size;
+    this.valueValid.fill(0xff);
+    this.textValid.fill(0xff);
+    this.valueNulls = 0;
+    this.textNulls = 0;
+    this.keptAt.length = 0;
+    this.kept.length = 0;
+  }
+
+  valueNull(row: number): void {
+    clearBit(this.valueValid, row);
+    this.valueNulls += 1;
+  }
+
+  textNull(row: number): void {
+    clearBit(this.textValid, row);
+    this.textNulls += 1;
+  }
+
+  text(row: number, text: string): void {
+    this.keptAt.push(row);
+    this.kept.push(text);
+  }
+
+  /** A DataChunk of `size` rows holding the columns. */
+  chunk(): DuckDBDataChunk {
+    const { size } = this;
+    const chunk = DuckDBDataChunk.create(SAMPLE_TYPES, size);
+    const vector = (column: number) => bindings.data_chunk_get_vector(chunk.chunk, column);
+    copy(vector(0), this.series, size);
+    copy(vector(1), this.times, size);
+    const values = vector(2);
+    copy(values, this.values, size);
+    if (this.valueNulls > 0) copyValidity(values, this.valueValid, size);
+    const texts = vector(3);
+    for (let k = 0; k < this.kept.length; k++)
+      bindings.vector_assign_string_element(texts, this.keptAt[k] as number, this.kept[k] as string);
+    if (this.textNulls > 0) copyValidity(texts, this.textValid, size);
+    return chunk;
+  }
+}
+
+function clearBit(mask: Uint8Array, row: number): void {
+  const i = row >>> 3;
+  mask[i] = (mask[i] as number) & ~(1 << (row & 7));
+}
+
+/** Copies the first `size` items of `items` into `vector`'s data. */
+function copy(vector: bindings.Vector, items: Int32Array | BigInt64Array | Float64Array, size: number): void {
+  bindings.copy_data_to_vector(
+    vector,
+    0,
+    items.buffer as ArrayBuffer,
+    items.byteOffset,
+    size * items.BYTES_PER_ELEMENT,
+  );
+}
+
+/** Copies the validity bits of `size` rows into `vector`'s mask (whole 64-bit words, as DuckDB keeps them). */
+function copyValidity(vector: bindings.Vector, valid: Uint8Array, size: number): void {
+  bindings.vector_ensure_validity_writable(vector);
+  const bytes = Math.ceil(size / 64) * 8;
+  bindings.copy_data_to_vector_validity(vector, 0, valid.buffer as ArrayBuffer, valid.byteOffset, bytes);
 }
 
 /** Appends `chunks` (of `table`'s columns, in table order) to `table`, inside the open transaction. */
@@ -115,19 +198,6 @@ export async function appendChunks(
   } finally {
     appender.closeSync();
   }
-}
-
-/** A DataChunk of `size` rows of `samples`, with its four column vectors. */
-function sampleChunk(size: number) {
-  const chunk = DuckDBDataChunk.create(SAMPLE_TYPES, size);
-  return {
-    chunk,
-    size,
-    series: chunk.getColumnVector(0),
-    times: chunk.getColumnVector(1),
-    numbers: chunk.getColumnVector(2),
-    strings: chunk.getColumnVector(3),
-  };
 }
 
 /** A TIMESTAMPTZ value from epoch milliseconds (whole ones: see data-checks.ts). */
