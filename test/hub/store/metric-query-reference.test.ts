@@ -386,6 +386,71 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
   if (!reachable) it("postgres", { skip: needs(PG_SKIP) }, () => undefined);
 
   for (const { name, open } of stores) {
+    it(`(${name}) samples near the largest double: null where a result is beyond it, never an error`, async () => {
+      const { store, close } = await open();
+      try {
+        await store.migrate();
+        const entity: EntityKey = { gateway: "gw", probe: "edge", managedEntity: "huge" };
+        const at = Date.UTC(2024, 4, 1);
+        const groups: Record<string, number[]> = {
+          r1: [1e200, -1e200], // variance 1e400
+          r2: [1e308, 1e308], // sum 2e308
+          r3: [1.5, 2.5, 5e-324], // ordinary, a subnormal among them
+          r4: [1e300, 1e-300], // variance 2.5e599, a tiny sample beside a huge one
+        };
+        await store.ingest({
+          entities: [],
+          samples: Object.entries(groups).flatMap(([row, values]) =>
+            values.map(
+              (value, i): SampleInput => ({
+                entity,
+                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
+                at: asEpochMs(at + i * 1000),
+                text: String(value),
+                value,
+              }),
+            ),
+          ),
+        });
+        const rows = await store.queryMetrics({
+          entities: await store.listEntities({ includeDeleted: false }),
+          from: asEpochMs(at),
+          to: asEpochMs(at + 3_600_000),
+          zone: "UTC",
+          bucket: { kind: "minutes", minutes: 60 },
+          metrics: [
+            {
+              identifier: "m",
+              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+            },
+          ],
+          aggregations: (["svc.sum", "svc.avg", "svc.var", "svc.stddev"] as const).map((n) => ({
+            label: n,
+            name: n,
+          })),
+          grouping: ["rowname"],
+          timeWindows: [],
+        });
+        const got = Object.fromEntries(rows.map((r) => [r.group.rowname, r.values]));
+        assert.deepEqual(got.r1, { "svc.sum": 0, "svc.avg": 0, "svc.var": null, "svc.stddev": 1e200 });
+        assert.deepEqual(got.r2, { "svc.sum": null, "svc.avg": 1e308, "svc.var": 0, "svc.stddev": 0 });
+        assert.deepEqual(got.r4, {
+          "svc.sum": 1e300,
+          "svc.avg": 5e299,
+          "svc.var": null,
+          "svc.stddev": 5e299,
+        });
+        const r3 = got.r3 ?? {};
+        assert.equal(r3["svc.sum"], 4);
+        const mean = 4 / 3;
+        const variance = ((1.5 - mean) ** 2 + (2.5 - mean) ** 2 + mean ** 2) / 3;
+        assert.ok(Math.abs((r3["svc.var"] ?? Number.NaN) - variance) < 1e-12, `variance ${r3["svc.var"]}`);
+        assert.ok(Math.abs((r3["svc.stddev"] ?? Number.NaN) - Math.sqrt(variance)) < 1e-12);
+      } finally {
+        await close();
+      }
+    });
+
     it(`(${name}) percentiles take the exact nearest rank of every n from 1 to 100`, async () => {
       const { store, close } = await open();
       try {

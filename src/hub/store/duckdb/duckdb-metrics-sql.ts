@@ -143,14 +143,18 @@ const simple =
  * once, and DuckDB 1.5 merges `quantile_disc` calls whose DECIMAL parameters have the same type
  * into one, answering the first p for all of them (found by the rank test named above).
  */
-const AGGREGATIONS: Record<AggregationName, AggregationSql> = {
-  ...plainAggregations(simple),
+const EDGES_AND_PERCENTILE = {
   // A STRUCT key orders by time, then value. Measured: as fast as a HUGEINT key made of
   // the time and the value's bits, and unlike a BIGINT time key alone it breaks ties the same way
   // on every run.
   "svc.first": simple("arg_min(value, (ts_us, value))"),
   "svc.last": simple("arg_max(value, (ts_us, value))"),
-  "svc.percentile": (_i, percentile) => ({ inner: null, outer: `pct[${percentile}]` }),
+  "svc.percentile": (_i: number, percentile: number) => ({ inner: null, outer: `pct[${percentile}]` }),
+};
+/** By `bounded` (see `plainAggregations`): the plain forms, and those that answer null on an overflow. */
+const AGGREGATIONS: Record<"plain" | "bounded", Record<AggregationName, AggregationSql>> = {
+  plain: { ...plainAggregations(simple, false), ...EDGES_AND_PERCENTILE },
+  bounded: { ...plainAggregations(simple, true), ...EDGES_AND_PERCENTILE },
 };
 
 /** `x` modulo `m` rounded toward minus infinity (DuckDB's `%` keeps the sign of `x`). */
@@ -373,13 +377,15 @@ SELECT (SELECT count(*) FROM matched) AS pairs, (SELECT count(*) FROM series) AS
 /**
  * Builds the statement for `plan` (see the file comment for the bucket rule) over the samples in
  * `window` (from {@link scanWindow}), with the zone's `offsets` (from {@link readZoneOffsets} for a
- * named zone, {@link fixedZoneOffsets} for a fixed one). Throws a RangeError for an invalid
- * percentile.
+ * named zone, {@link fixedZoneOffsets} for a fixed one); with `bounded`, the forms of sums, means,
+ * variances and deviations that answer null on an overflow (`plainAggregations`). Throws a
+ * RangeError for an invalid percentile.
  */
 export function buildMetricQuery(
   plan: MetricQueryPlan,
   offsets: ZoneOffsets,
   window: DuckDbScanWindow,
+  bounded = false,
 ): MetricSql {
   const values: Record<string, DuckDBValue> = {};
   const types: Record<string, DuckDBType> = {};
@@ -432,7 +438,7 @@ export function buildMetricQuery(
   let percentile = 0;
   plan.aggregations.forEach((a, i) => {
     if (a.name === "svc.percentile") percentile += 1;
-    const sql = AGGREGATIONS[a.name](i, percentile);
+    const sql = AGGREGATIONS[bounded ? "bounded" : "plain"][a.name](i, percentile);
     if (sql.inner !== null) inner.push(sql.inner);
     // Every number as a DOUBLE (a count's BIGINT too, exact to 2^53): read straight from its
     // Float64Array, with no bigint made per row.

@@ -47,6 +47,7 @@ import {
   type GroupColumn,
   groupAttributeValues,
   groupColumns,
+  type PlainAggregationName,
   plainAggregations,
   planSelectors,
 } from "../core/metric-plan.js";
@@ -112,6 +113,12 @@ export interface PgAggregateStrategy {
   readonly percentiles: "hash" | "sort";
   readonly firstLast: "arrays" | "rows";
   readonly lookup: PgSeriesLookup | null;
+  /**
+   * Sums, means, variances and deviations in the forms that answer null where the result is beyond
+   * the largest double (`plainAggregations`), which postgres-metrics.ts asks for only after the
+   * plain forms failed on an overflow.
+   */
+  readonly bounded?: boolean;
 }
 
 /** The matched series' ids for an array lookup (see {@link PgAggregateStrategy}). */
@@ -235,9 +242,21 @@ type AggregationContext = {
   readonly strategy: PgAggregateStrategy;
 };
 
-const simple =
-  (fn: string): ((c: AggregationContext) => AggregationSql) =>
-  () => ({ inner: fn, outer: "", keeps: [] });
+/** The plain aggregations' SQL, by `PgAggregateStrategy.bounded`. */
+const PLAIN_SQL = {
+  plain: plainAggregations((fn) => fn, false),
+  bounded: plainAggregations((fn) => fn, true),
+};
+const PLAIN = Object.fromEntries(
+  (Object.keys(PLAIN_SQL.plain) as PlainAggregationName[]).map((name) => [
+    name,
+    (c: AggregationContext): AggregationSql => ({
+      inner: PLAIN_SQL[c.strategy.bounded ? "bounded" : "plain"][name],
+      outer: "",
+      keeps: [],
+    }),
+  ]),
+) as Record<PlainAggregationName, (c: AggregationContext) => AggregationSql>;
 
 /**
  * First (`pick` min, `at` t0) or last (max, t1): with `rows`, arrays compare element by element —
@@ -257,7 +276,7 @@ const edge =
 
 /** One entry per aggregation (STYLE 6). */
 const AGGREGATIONS: Record<AggregationName, (c: AggregationContext) => AggregationSql> = {
-  ...plainAggregations(simple),
+  ...PLAIN,
   "svc.first": edge("min", "t0"),
   "svc.last": edge("max", "t1"),
   // The rank k = max(1, ⌈num·n/den⌉) in numeric, the value picked from the kept values.

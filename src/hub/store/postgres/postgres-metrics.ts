@@ -120,8 +120,20 @@ export async function pgMetricAnswers(
       : [{ windows, offsets }];
   // Each part is a statement of its own, on its own connection, with its own `work_mem`.
   const strategy = chooseStrategy(plan, samples / parts.length, matched, options);
-  return Promise.all(parts.map((part) => runPart(sql, plan, part.windows, part.offsets, strategy)));
+  const run = (s: PgAggregateStrategy) =>
+    Promise.all(parts.map((part) => runPart(sql, plan, part.windows, part.offsets, s)));
+  try {
+    return await run(strategy);
+  } catch (error) {
+    // A sum, mean, variance or deviation beyond the largest double ("value out of range:
+    // overflow"): the forms that answer null there, a tenth slower, only for such a query.
+    if ((error as { code?: unknown } | null)?.code !== NUMERIC_VALUE_OUT_OF_RANGE) throw error;
+    return run({ ...strategy, bounded: true });
+  }
 }
+
+/** PostgreSQL's SQLSTATE for a float8 overflow or underflow. */
+const NUMERIC_VALUE_OUT_OF_RANGE = "22003";
 
 /** The matched series, sized up: see {@link buildPgMatchedSeriesQuery}. */
 interface MatchedSeries {
