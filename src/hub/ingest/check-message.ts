@@ -12,7 +12,7 @@ import { parseMessageId } from "../../bus/envelope.js";
 import { asEpochMs, type EpochMs } from "../../ids.js";
 import type { DataLimits } from "../../limits/data-limits.js";
 import type { LimitName } from "../../limits/limit-refusals.js";
-import type { PublicV2Message } from "../../messages/types.js";
+import type { MetricsTarget, PublicV2Message } from "../../messages/types.js";
 import { validateMessage } from "../../messages/validate.js";
 import { isWellFormed } from "../../text/well-formed.js";
 import { SampleCells } from "../store/sample-rows.js";
@@ -114,6 +114,27 @@ export interface MetricsRow {
   readonly at: EpochMs;
 }
 
+/** The {@link MetricsRow} of a table or headline message's `target` at `at`, its entity's key text given. */
+export function metricsRow(
+  target: Omit<MetricsTarget, "row"> & { readonly row?: string | undefined },
+  entityText: string,
+  at: EpochMs,
+): MetricsRow {
+  return {
+    entityText,
+    gateway: target.gateway,
+    probe: target.probe,
+    managedEntity: target.managedEntity,
+    osType: target.filter.osType,
+    pluginName: target.filter.pluginName,
+    sampler: target.sampler,
+    samplerType: target.type,
+    dataview: target.dataview,
+    row: target.row ?? "",
+    at,
+  };
+}
+
 /** A message that may be stored: a row of metrics, or any other message as it is. */
 export type Checked = {
   readonly index: number;
@@ -167,22 +188,12 @@ export function checkInto(
     if ((message.type === "table" || message.type === "headline") && message.operation !== "delete") {
       addCells(cells, message.data.row);
       const { target, sampleTime } = message.data;
-      const { gateway, probe, managedEntity } = target;
-      const row: MetricsRow = {
-        entityText: entityKeyText(target),
-        gateway,
-        probe,
-        managedEntity,
-        osType: target.filter.osType,
-        pluginName: target.filter.pluginName,
-        sampler: target.sampler,
-        samplerType: target.type,
-        dataview: target.dataview,
-        row: target.row ?? "",
+      const row = metricsRow(
+        target,
+        entityKeyText(target),
         // The key of a message without an id has its time already (messageTime).
-        at:
-          key.kind === "hash" && key.at !== undefined ? asEpochMs(key.at) : asEpochMs(Date.parse(sampleTime)),
-      };
+        key.kind === "hash" && key.at !== undefined ? asEpochMs(key.at) : asEpochMs(Date.parse(sampleTime)),
+      );
       checked.push({ index, key, row, start, end: cells.length });
     } else checked.push({ index, key, message, start, end: start });
   });

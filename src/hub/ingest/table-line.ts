@@ -20,11 +20,12 @@
 import { hash } from "node:crypto";
 import { asEpochMs, type EpochMs } from "../../ids.js";
 import { type DataLimits, DUPLICATE_SUFFIX_BYTES, overBytes } from "../../limits/data-limits.js";
+import type { MetricsTarget } from "../../messages/types.js";
 import { isSchemaDateTime } from "../../messages/validate.js";
 import { isWellFormed } from "../../text/well-formed.js";
 import type { SampleCells } from "../store/sample-rows.js";
 import type { MessageKey } from "../store/store.js";
-import { entityKeyText, type MetricsRow, numericValue } from "./check-message.js";
+import { entityKeyText, type MetricsRow, metricsRow, numericValue } from "./check-message.js";
 
 /** The nesting of a table message: the message, `data`, `target`, `filter`. */
 const MESSAGE_DEPTH = 4;
@@ -107,19 +108,7 @@ export function readTableLine(line: string, limits: DataLimits, cells: SampleCel
   previousEntityText = entityText;
   return {
     key: { kind: "hash", hash: hash("sha256", line, "hex"), at },
-    row: {
-      entityText,
-      gateway,
-      probe,
-      managedEntity,
-      osType: target.filter.osType,
-      pluginName: target.filter.pluginName,
-      sampler: target.sampler,
-      samplerType: target.type,
-      dataview: target.dataview,
-      row: target.row ?? "",
-      at,
-    },
+    row: metricsRow(target, entityText, at),
   };
 }
 
@@ -133,16 +122,8 @@ function timeOf(text: string): EpochMs | undefined {
   return Number.isFinite(lastAt) ? asEpochMs(lastAt) : undefined;
 }
 
-interface Target {
-  gateway: string;
-  probe: string;
-  managedEntity: string;
-  type: string;
-  sampler: string;
-  dataview: string;
-  row: string | undefined;
-  filter: { osType: string; pluginName: string };
-}
+/** A target as this reader takes it: a table row's `row`, absent for a headline. */
+type Target = Omit<MetricsTarget, "row"> & { row: string | undefined };
 
 interface Row {
   readonly columns: string[];
