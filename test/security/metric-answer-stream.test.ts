@@ -15,7 +15,7 @@ import { parseSetup } from "../../src/config/load-setup.js";
 import { buildHub, type Hub } from "../../src/hub/app.js";
 import { PIECE_ELEMENTS } from "../../src/hub/query/metric-response.js";
 import { createDuckDbStore } from "../../src/hub/store/duckdb/duckdb-store.js";
-import type { MetricQueryRow, SampleInput, Store } from "../../src/hub/store/store.js";
+import { allRows, type MetricQueryRow, type SampleInput, type Store } from "../../src/hub/store/store.js";
 import { asEpochMs } from "../../src/ids.js";
 
 const T0 = Date.UTC(2026, 2, 1);
@@ -146,7 +146,7 @@ describe("metric answers written as they are made", () => {
     const reversed = replacing(store, {
       close: async () => undefined,
       queryMetricBatches: async (plan) => {
-        const rows: MetricQueryRow[] = [...(await store.queryMetricBatches(plan))].flat();
+        const rows: MetricQueryRow[] = await allRows(await store.queryMetricBatches(plan));
         return [rows.reverse()];
       },
     });

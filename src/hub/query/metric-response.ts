@@ -137,7 +137,7 @@ export function metricResponseSchema(
 /**
  * The data elements of a metric query's response from the store's rows (store.ts
  * `MetricRowBatches`: in the answer's order), at most {@link PIECE_ELEMENTS} an array, each array
- * made when it is read. Rows with the same bucket and group merge into one element, which holds
+ * made as its batch is read. Rows with the same bucket and group merge into one element, which holds
  * every identifier of the query and every aggregation label: an identifier without a row there has
  * `svc.count` 0 and null elsewhere, and non-finite numbers become null; a later row of the same
  * identifier wins. Elements follow the rows: by bucket, then by group values in grouping order (ids
@@ -148,8 +148,22 @@ export function metricResponseSchema(
  */
 export function* metricElements(
   query: ParsedMetricQuery,
-  batches: MetricRowBatches,
+  batches: Iterable<readonly MetricQueryRow[]>,
 ): Generator<DataElement[]> {
+  const merge = elementMerger(query);
+  for (const rows of batches) yield* merge.add(rows);
+  const last = merge.end();
+  if (last.length > 0) yield last;
+}
+
+/**
+ * The merge of {@link metricElements}, a batch of rows at a time: `add` answers the arrays of
+ * {@link PIECE_ELEMENTS} elements the batch completed, `end` the elements left after the last.
+ */
+function elementMerger(query: ParsedMetricQuery): {
+  add(rows: readonly MetricQueryRow[]): DataElement[][];
+  end(): DataElement[];
+} {
   const emptyValues = (): Record<string, number | null> => {
     const values: Record<string, number | null> = {};
     for (const aggregation of query.aggregations) {
@@ -211,7 +225,8 @@ export function* metricElements(
     piece.push({ bucket: label, group: element.group, metrics });
   };
   let open: Element | undefined;
-  for (const rows of batches) {
+  const add = (rows: readonly MetricQueryRow[]): DataElement[][] => {
+    const full: DataElement[][] = [];
     for (const row of rows) {
       if (open === undefined || open.bucketMs !== row.bucket || !sameGroup(open.group, row.group)) {
         if (open !== undefined) {
@@ -222,7 +237,7 @@ export function* metricElements(
           }
           close(open);
           if (piece.length >= PIECE_ELEMENTS) {
-            yield piece;
+            full.push(piece);
             piece = [];
           }
         }
@@ -235,9 +250,14 @@ export function* metricElements(
       if (!asked.has(row.identifier)) continue;
       open.metrics[row.identifier] = answerValues(row.values);
     }
-  }
-  if (open !== undefined) close(open);
-  if (piece.length > 0) yield piece;
+    return full;
+  };
+  const end = (): DataElement[] => {
+    if (open !== undefined) close(open);
+    open = undefined;
+    return piece;
+  };
+  return { add, end };
 }
 
 /**
@@ -245,18 +265,23 @@ export function* metricElements(
  * array), for writing out as it is made: `{"schema":…,"data":[…]}`, the text `JSON.stringify` makes
  * of the whole response, without the whole held at once.
  */
-export function* metricResponseText(
+export async function* metricResponseText(
   query: ParsedMetricQuery,
   batches: MetricRowBatches,
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
-): Generator<string> {
+): AsyncGenerator<string> {
   yield `{"schema":${JSON.stringify(metricResponseSchema(query, columnSchema))},"data":[`;
   let first = true;
-  for (const elements of metricElements(query, batches)) {
-    const text = JSON.stringify(elements);
-    yield first ? text.slice(1, -1) : `,${text.slice(1, -1)}`;
+  const text = (elements: DataElement[]): string => {
+    const json = JSON.stringify(elements);
+    const piece = first ? json.slice(1, -1) : `,${json.slice(1, -1)}`;
     first = false;
-  }
+    return piece;
+  };
+  const merge = elementMerger(query);
+  for await (const rows of batches) for (const elements of merge.add(rows)) yield text(elements);
+  const last = merge.end();
+  if (last.length > 0) yield text(last);
   yield "]}";
 }
 

@@ -421,9 +421,17 @@ export interface MetricQueryRow {
 /**
  * A metric query's rows in batches, in the answer's order (DESIGN 5.3): by bucket, then by the
  * group's keys in grouping order (entity ids numerically, names by code point), the rows of one
- * bucket and group next to each other. Read once.
+ * bucket and group next to each other. Read once. Asynchronous where the database is still working
+ * on later batches while the first are read; reading one may then reject with the database's error.
  */
-export type MetricRowBatches = Iterable<readonly MetricQueryRow[]>;
+export type MetricRowBatches = Iterable<readonly MetricQueryRow[]> | AsyncIterable<readonly MetricQueryRow[]>;
+
+/** Every row of `batches`, in their order. */
+export async function allRows(batches: MetricRowBatches): Promise<MetricQueryRow[]> {
+  const rows: MetricQueryRow[] = [];
+  for await (const batch of batches) for (const row of batch) rows.push(row);
+  return rows;
+}
 
 export interface SeriesInfo {
   readonly series: SeriesKey;
@@ -500,9 +508,9 @@ export interface Store {
   /** Aggregates inside the database. Rows for empty buckets are omitted. */
   queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]>;
   /**
-   * The rows of {@link queryMetrics}, a batch at a time: the database has answered when the promise
-   * settles, and each batch's row objects are made as it is read, so that an answer is written out
-   * without all its rows held at once (hub/query/metric-response.ts).
+   * The rows of {@link queryMetrics}, a batch at a time: the database has answered (at least the
+   * first batches) when the promise settles, and each batch's row objects are made as it is read, so
+   * that an answer is written out without all its rows held at once (hub/query/metric-response.ts).
    */
   queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches>;
   /**

@@ -10,7 +10,7 @@ import {
   PIECE_ELEMENTS,
 } from "../../../src/hub/query/metric-response.js";
 import { formatInZone } from "../../../src/hub/query/zone.js";
-import type { CellSelector, MetricQueryRow } from "../../../src/hub/store/store.js";
+import type { CellSelector, MetricQueryRow, MetricRowBatches } from "../../../src/hub/store/store.js";
 import { asEpochMs } from "../../../src/ids.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 
@@ -250,7 +250,12 @@ describe("buildMetricResponse data", () => {
     }
   });
 
-  test("the text is the whole response's JSON, written in pieces", () => {
+  test("the text is the whole response's JSON, written in pieces", async () => {
+    const text = async (batches: MetricRowBatches): Promise<string[]> => {
+      const pieces: string[] = [];
+      for await (const piece of metricResponseText(q, batches, schemaOf)) pieces.push(piece);
+      return pieces;
+    };
     const q = query({ grouping: ["rowname"], aggregations: ["svc.count", "svc.max"] });
     const rows: MetricQueryRow[] = [];
     for (let h = 0; h < 3; h++) {
@@ -263,13 +268,18 @@ describe("buildMetricResponse data", () => {
     }
     // Batches of any size, split inside an element's rows too.
     const batches = [rows.slice(0, 1), rows.slice(1, 700), rows.slice(700)];
-    const pieces = [...metricResponseText(q, batches, schemaOf)];
+    const pieces = await text(batches);
     assert.ok(pieces.length > 3);
     assert.equal(pieces.join(""), JSON.stringify(buildMetricResponse(q, rows, schemaOf)));
-    assert.equal(
-      [...metricResponseText(q, [], schemaOf)].join(""),
-      JSON.stringify(buildMetricResponse(q, [], schemaOf)),
-    );
+    // Batches that come as the database answers them.
+    const later = (async function* () {
+      for (const batch of batches) {
+        await new Promise((resolve) => setImmediate(resolve));
+        yield batch;
+      }
+    })();
+    assert.equal((await text(later)).join(""), pieces.join(""));
+    assert.equal((await text([])).join(""), JSON.stringify(buildMetricResponse(q, [], schemaOf)));
   });
 
   test("code-point order is the order of the strings' UTF-8 bytes (property)", () => {

@@ -451,6 +451,66 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
       }
     });
 
+    it(`(${name}) a variance beyond the largest double in one bucket leaves the buckets around it as they are`, async () => {
+      const { store, close } = await open();
+      try {
+        await store.migrate();
+        const entity: EntityKey = { gateway: "gw", probe: "edge", managedEntity: "later" };
+        const at = Date.UTC(2024, 4, 1);
+        // Minute 0 ordinary, minute 5's variance beyond the largest double (an error the store
+        // answers with its bounded forms), minute 9 ordinary again: a store that answers in parts
+        // meets the overflow in a later part than the first.
+        const minutes: [number, number[]][] = [
+          [0, [1.5, 2.25]],
+          [5, [1e200, -1e200]],
+          [9, [-4, 0.5, 8]],
+        ];
+        await store.ingest({
+          entities: [],
+          samples: minutes.flatMap(([minute, values]) =>
+            values.map(
+              (value, i): SampleInput => ({
+                entity,
+                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row: "r", column: "util" },
+                at: asEpochMs(at + minute * 60_000 + i * 1000),
+                text: String(value),
+                value,
+              }),
+            ),
+          ),
+        });
+        const rows = await store.queryMetrics({
+          entities: await store.listEntities({ includeDeleted: false }),
+          from: asEpochMs(at),
+          to: asEpochMs(at + 600_000),
+          zone: "UTC",
+          bucket: { kind: "minutes", minutes: 1 },
+          metrics: [
+            {
+              identifier: "m",
+              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+            },
+          ],
+          aggregations: (["svc.sum", "svc.count", "svc.max", "svc.var"] as const).map((n) => ({
+            label: n,
+            name: n,
+          })),
+          grouping: [],
+          timeWindows: [],
+        });
+        assert.deepEqual(
+          rows.map((r) => [(r.bucket - at) / 60_000, r.values]),
+          [
+            [0, { "svc.sum": 3.75, "svc.count": 2, "svc.max": 2.25, "svc.var": 0.140625 }],
+            [5, { "svc.sum": 0, "svc.count": 2, "svc.max": 1e200, "svc.var": null }],
+            [9, { "svc.sum": 4.5, "svc.count": 3, "svc.max": 8, "svc.var": 24.5 }],
+          ],
+        );
+      } finally {
+        await close();
+      }
+    });
+
     it(`(${name}) percentiles take the exact nearest rank of every n from 1 to 100`, async () => {
       const { store, close } = await open();
       try {

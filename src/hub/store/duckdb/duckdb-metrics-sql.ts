@@ -572,7 +572,8 @@ export function* metricRowBatches(
     const identifier = chunk.getColumnVector(1 + groups);
     const aggregates = labels.map((_, i) => chunk.getColumnVector(2 + groups + i));
     const rows: MetricQueryRow[] = [];
-    for (let r = 0; r < chunk.rowCount; r++) {
+    const count = chunk.rowCount; // a call into DuckDB each time it is read
+    for (let r = 0; r < count; r++) {
       let same = group !== undefined;
       for (let k = 0; k < groups; k++) {
         const g = groupVectors[k] as (typeof groupVectors)[number];

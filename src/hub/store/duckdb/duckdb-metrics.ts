@@ -1,7 +1,7 @@
 /**
  * Runs a metric query on DuckDB (DESIGN 5.3): the zone's offsets over the scanned window (read from
- * DuckDB's ICU once per zone and window, then kept), then the one statement of
- * duckdb-metrics-sql.ts, and reads its rows. The PostgreSQL store's counterpart is
+ * DuckDB's ICU once per zone and window, then kept), then the statement of duckdb-metrics-sql.ts
+ * for each part of the range, and reads their rows. The PostgreSQL store's counterpart is
  * postgres-metrics.ts; what both share (the plan, the segments, the bucket grid) is in `../core/`.
  */
 import type { DuckDBConnection, DuckDBMaterializedResult } from "@duckdb/node-api";
@@ -77,6 +77,16 @@ async function parts(
   return bounds.slice(1).map((toUs, i) => ({ fromUs: bounds[i] as bigint, toUs }));
 }
 
+interface Answer {
+  readonly result: DuckDBMaterializedResult;
+  readonly query: MetricSql;
+}
+
+const run = async (reader: DuckDBConnection, query: MetricSql): Promise<Answer> => ({
+  result: await reader.run(query.sql, query.values, query.types),
+  query,
+});
+
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */
 const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
 
@@ -94,36 +104,56 @@ export class DuckDbMetrics {
   }
 
   /**
-   * The rows of `plan` over `window`, answered on `reader` (one statement per part of
-   * {@link parts}, one after the other), made a DuckDB chunk at a time as they are read.
+   * The rows of `plan` over `window`, answered on `reader`: one statement per part of
+   * {@link parts}, each started as soon as the one before it has answered, whether or not its rows
+   * have been read (so the database works on the next part while the hub writes out this one), and
+   * made a DuckDB chunk at a time as they are read. Settles once the first part has answered, with
+   * its rows and `done`, which settles when the last statement has answered: `reader` is in use
+   * until then. A later part's error rejects `done` and the reading of that part's rows.
    */
   async query(
     reader: DuckDBConnection,
     plan: MetricQueryPlan,
     window: DuckDbScanWindow,
-  ): Promise<MetricRowBatches> {
+  ): Promise<{ readonly batches: MetricRowBatches; readonly done: Promise<void> }> {
     const offsets = await this.offsets(reader, plan, window);
     const cuts = await parts(reader, plan, window, offsets, this.partSamples);
-    const run = async (bounded: boolean) => {
-      const answers: { result: DuckDBMaterializedResult; query: MetricSql }[] = [];
-      for (const part of cuts) {
-        const query = buildMetricQuery(plan, offsets, part, bounded);
-        answers.push({ result: await reader.run(query.sql, query.values, query.types), query });
+    let bounded = false;
+    const answer = async (part: DuckDbScanWindow): Promise<Answer> => {
+      if (!bounded) {
+        try {
+          return await run(reader, buildMetricQuery(plan, offsets, part, false));
+        } catch (error) {
+          // A variance or deviation beyond the largest double (DuckDB: "VARPOP is out of range"):
+          // the forms that answer null there, a tenth slower, from this part on. They answer every
+          // group within range as the plain forms do, so the parts before stand.
+          if (!(error instanceof Error && /Out of Range Error/i.test(error.message))) throw error;
+          bounded = true;
+        }
       }
-      return answers;
+      return run(reader, buildMetricQuery(plan, offsets, part, true));
     };
-    let answers: { result: DuckDBMaterializedResult; query: MetricSql }[];
-    try {
-      answers = await run(false);
-    } catch (error) {
-      // A variance or deviation beyond the largest double (DuckDB: "VARPOP is out of range"): the
-      // forms that answer null there, a tenth slower, only for such a query.
-      if (!(error instanceof Error && /Out of Range Error/i.test(error.message))) throw error;
-      answers = await run(true);
+    const answers: (Promise<Answer> | undefined)[] = [];
+    let last: Promise<unknown> = Promise.resolve();
+    for (const part of cuts) {
+      const next = last.then(() => answer(part));
+      // Handled here as well as where it is read: rows never read must not leave a rejection unheard.
+      next.catch(() => undefined);
+      answers.push(next);
+      last = next;
     }
-    return (function* () {
-      for (const { result, query } of answers) yield* metricRowBatches(result, query);
-    })();
+    await answers[0];
+    return {
+      batches: (async function* () {
+        for (let k = 0; k < answers.length; k++) {
+          const { result, query } = await (answers[k] as Promise<Answer>);
+          // A part is let go as it is written: only the parts not written yet are held.
+          answers[k] = undefined;
+          yield* metricRowBatches(result, query);
+        }
+      })(),
+      done: last.then(() => undefined),
+    };
   }
 
   private async offsets(

@@ -68,6 +68,7 @@ import type {
   StoreHealth,
   StoreTransaction,
 } from "../store.js";
+import { allRows } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
 import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
@@ -747,7 +748,7 @@ class DuckDbStore implements Store {
   }
 
   async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
-    return [...(await this.queryMetricBatches(plan))].flat();
+    return allRows(await this.queryMetricBatches(plan));
   }
 
   queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
@@ -755,10 +756,18 @@ class DuckDbStore implements Store {
       return this.read(async () => []);
     }
     const window = scanWindow(plan, this.sampleSpan ?? undefined);
-    return this.read(async () => {
-      await this.zoneNames.check(plan.zone);
-      if (window === undefined) return [];
-      return this.metrics.query(this.reader, plan, window);
+    return new Promise((resolve, reject) => {
+      // Answered once the first part is; the read holds the reader until the last part is.
+      this.read(async () => {
+        await this.zoneNames.check(plan.zone);
+        if (window === undefined) {
+          resolve([]);
+          return;
+        }
+        const { batches, done } = await this.metrics.query(this.reader, plan, window);
+        resolve(batches);
+        await done;
+      }).catch(reject);
     });
   }
 

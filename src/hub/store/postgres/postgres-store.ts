@@ -41,6 +41,7 @@ import type {
   Store,
   StoreTransaction,
 } from "../store.js";
+import { allRows } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
 import { COMPACT_DELAY_MS, Compactor } from "./postgres-compaction.js";
 import { listEvents, MAX_INT4 } from "./postgres-events.js";
@@ -355,7 +356,7 @@ class PostgresStore implements Store {
   }
 
   async queryMetrics(plan: MetricQueryPlan): Promise<MetricQueryRow[]> {
-    return [...(await this.queryMetricBatches(plan))].flat();
+    return allRows(await this.queryMetricBatches(plan));
   }
 
   async queryMetricBatches(plan: MetricQueryPlan): Promise<MetricRowBatches> {
