@@ -9,15 +9,21 @@
  * Hand-offs (DESIGN 1): each NDJSON slice's bytes are copied out of the body and moved to a worker
  * (an array body is moved whole); each slice is asked for only when the one before it is used, and
  * at most {@link SLICES_AHEAD} are asked for ahead of the one being used, so a body of any size
- * holds a bounded number of parsed slices at once. Workers start with the first backfill and stop
- * with the hub. If one stops (a bug), every body it was reading fails with 503 (the client sends it
- * again; nothing is stored twice), the failure is logged, and the next backfill starts a new one.
+ * holds a bounded number of parsed slices at once. Workers start with a backfill and stop with the
+ * hub, or once no body has been read for BACKFILL_PARSE_WORKER_IDLE_MS (the next backfill starts
+ * them again). If one stops otherwise (a bug), every body it was reading fails with 503 (the client
+ * sends it again; nothing is stored twice), the failure is logged, and the next backfill starts a
+ * new one.
  */
 import { availableParallelism } from "node:os";
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { BACKFILL_PARSE_WORKER_YOUNG_MB, BACKFILL_PARSE_WORKERS_MAX } from "../../config/defaults.js";
+import {
+  BACKFILL_PARSE_WORKER_IDLE_MS,
+  BACKFILL_PARSE_WORKER_YOUNG_MB,
+  BACKFILL_PARSE_WORKERS_MAX,
+} from "../../config/defaults.js";
 import { VigilError } from "../../errors/catalog.js";
 import type { DataLimits } from "../../limits/data-limits.js";
 import { type CheckedSlice, lineRanges, startsLikeArray } from "./backfill-body.js";
@@ -72,13 +78,24 @@ export class BackfillParser {
   private turn = 0;
   private readonly jobs = new Map<number, Job>();
   private nextJob = 1;
+  /** Stops the workers once no body has been read for `idleMs`; set while no body is. */
+  private idleTimer: NodeJS.Timeout | undefined;
 
-  /** `workers`: the size of the pool (PARSE_WORKERS unless a test sets it). */
+  /**
+   * `workers`: the size of the pool (PARSE_WORKERS unless a test sets it); `idleMs`: how long the
+   * workers stay while no body is being read.
+   */
   constructor(
     private readonly logger: ParserLogger,
     workers: number = PARSE_WORKERS,
+    private readonly idleMs: number = BACKFILL_PARSE_WORKER_IDLE_MS,
   ) {
     this.workers = new Array<Worker | undefined>(Math.max(1, workers)).fill(undefined);
+  }
+
+  /** Workers running now (none before the first backfill and after an idle spell). */
+  get running(): number {
+    return this.workers.filter((w) => w !== undefined).length;
   }
 
   /** Slices the workers have sent back and no body has used yet (at most SLICES_AHEAD per body). */
@@ -114,6 +131,8 @@ export class BackfillParser {
     const id = this.nextJob++;
     const job: Job = { slices: new Map(), workers: new Set(), asked: 0, end: undefined, wake: undefined };
     this.jobs.set(id, job);
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     const ask = startsLikeArray(body)
       ? this.askArray(id, job, body, size, limits)
       : this.askLines(id, job, body, size, limits, exactUpTo);
@@ -142,7 +161,20 @@ export class BackfillParser {
       // An array body held by a worker that is still running: it may drop the body.
       for (const worker of job.workers)
         if (this.workers.includes(worker)) send(worker, { kind: "end", job: id });
+      if (this.jobs.size === 0) {
+        this.idleTimer = setTimeout(() => this.stopIdle(), this.idleMs);
+        this.idleTimer.unref();
+      }
     }
+  }
+
+  /** Stops the workers when still no body is being read (each is let go before it is stopped). */
+  private stopIdle(): void {
+    this.idleTimer = undefined;
+    if (this.jobs.size > 0) return;
+    const running = this.workers.filter((w) => w !== undefined);
+    this.workers.fill(undefined);
+    for (const worker of running) void worker.terminate();
   }
 
   /** Asks for an NDJSON body's next slice of lines (cut here) from the pool's next worker. */
@@ -196,6 +228,8 @@ export class BackfillParser {
 
   /** Stops the workers (the hub is stopping); bodies being read fail with 503. */
   async close(): Promise<void> {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     const running = this.workers.filter((w) => w !== undefined);
     this.workers.fill(undefined);
     const stopping = new VigilError("SERVICE_UNAVAILABLE", { detail: "The hub is stopping." });

@@ -8,7 +8,8 @@
  * workers parse only the slices asked for (a bounded lead, whatever the body's size); a body that
  * starts like a JSON array and is not one is a 400; closing fails a body being read with 503, and
  * the next body gets new workers; a worker that stops fails the bodies it was reading with 503,
- * logged, and the next body gets a new one.
+ * logged, and the next body gets a new one; idle workers stop, unlogged, and a body being read keeps
+ * them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -319,6 +320,39 @@ describe("backfill parser", () => {
     for await (const slice of closing.slices(encoded("{}\n{}"), 10, LIMITS)) addSlice(part, slice);
     assert.equal(part.rejected.length, 2);
     await closing.close();
+  });
+
+  test("idle workers stop once no body has been read for a while, unlogged; the next body starts them again", async () => {
+    // The module's logger fails the test on any log line: an idle stop is not a failure.
+    const idle = new BackfillParser(logger, 2, 20);
+    try {
+      const first = await viaWorkers(encoded("{}\n{}\n{}\n{}"), 1, idle);
+      assert.equal(first.rejected.length, 4);
+      // Waits on the parser, not on a clock: the stop comes whenever the machine gets to it.
+      while (idle.running > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      const again = await viaWorkers(encoded("{}\n{}\n{}"), 1, idle);
+      assert.equal(again.rejected.length, 3);
+      assert.ok(idle.running > 0, "a body started the workers again");
+    } finally {
+      await idle.close();
+    }
+    assert.equal(idle.running, 0);
+  });
+
+  test("workers reading a body are not stopped as idle, however long it takes", async () => {
+    const busy = new BackfillParser(logger, 2, 1);
+    try {
+      const text = Array.from({ length: 200 }, () => "{}").join("\n");
+      const part = new CheckedPart();
+      for await (const slice of busy.slices(encoded(text), 1, LIMITS)) {
+        addSlice(part, slice);
+        // Longer than the idle time, between every slice of the body.
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      assert.equal(part.rejected.length, 200);
+    } finally {
+      await busy.close();
+    }
   });
 
   test("a worker that stops fails the bodies it was reading with 503, logged; the next body gets a new one", async () => {
