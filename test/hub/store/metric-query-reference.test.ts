@@ -511,6 +511,62 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
       }
     });
 
+    it(`(${name}) percentiles stay exact when a later bucket holds far more values than the first`, async () => {
+      const { store, close } = await open();
+      try {
+        await store.migrate();
+        const entity: EntityKey = { gateway: "gw", probe: "edge", managedEntity: "ranks" };
+        const at = Date.UTC(2024, 4, 1);
+        // 4 values in minute 0, 100 in minute 1, 4 in minute 2 (one per second, shuffled values):
+        // a store that answers in parts, keeping a part's few top or bottom values because the
+        // part before needed no more, must take minute 1 from all of them.
+        const counts = [4, 100, 4];
+        const minutes = counts.map((n, minute) =>
+          Array.from({ length: n }, (_, i) => ((i * 37 + minute * 11) % n) * 1.5 - n / 3),
+        );
+        await store.ingest({
+          entities: [],
+          samples: minutes.flatMap((values, minute) =>
+            values.map(
+              (value, i): SampleInput => ({
+                entity,
+                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row: "r", column: "util" },
+                at: asEpochMs(at + minute * 60_000 + Math.floor((i * 60_000) / values.length)),
+                text: String(value),
+                value,
+              }),
+            ),
+          ),
+        });
+        const ps = ["0.95", "0.1", "0.5", "0.999"];
+        const rows = await store.queryMetrics({
+          entities: await store.listEntities({ includeDeleted: false }),
+          from: asEpochMs(at),
+          to: asEpochMs(at + 180_000),
+          zone: "UTC",
+          bucket: { kind: "minutes", minutes: 1 },
+          metrics: [
+            {
+              identifier: "m",
+              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+            },
+          ],
+          aggregations: ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
+          grouping: [],
+          timeWindows: [],
+        });
+        assert.deepEqual(
+          rows.map((r) => r.values),
+          minutes.map((values) => {
+            const sorted = [...values].sort((a, b) => a - b);
+            return Object.fromEntries(ps.map((p) => [p, percentile(sorted, p)]));
+          }),
+        );
+      } finally {
+        await close();
+      }
+    });
+
     it(`(${name}) percentiles take the exact nearest rank of every n from 1 to 100`, async () => {
       const { store, close } = await open();
       try {
