@@ -385,6 +385,68 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
   after(() => db?.drop());
   if (!reachable) it("postgres", { skip: needs(PG_SKIP) }, () => undefined);
 
+  it("(duckdb in parts of 40 samples) a short first part, then parts keeping a few values a group: exact percentiles", async () => {
+    const store = await createDuckDbStore({ path: ":memory:", queryPartSamples: 40 });
+    try {
+      await store.migrate();
+      const entity: EntityKey = { gateway: "gw", probe: "edge", managedEntity: "probe-part" };
+      const at = Date.UTC(2024, 4, 1);
+      // 30 one-minute buckets of 3 to 40 values each, in two rows: about 700 samples, so about 18
+      // parts after a short first one; bucket 20 holds far more values than those before it.
+      const minutes = Array.from({ length: 30 }, (_, m) =>
+        Array.from(
+          { length: m === 20 ? 40 : 3 + ((m * 7) % 11) },
+          (_, i) => ((i * 13 + m * 5) % 17) - 8 + m / 4,
+        ),
+      );
+      await store.ingest({
+        entities: [],
+        samples: minutes.flatMap((values, minute) =>
+          values.flatMap((value, i) =>
+            ["a", "b"].map(
+              (row): SampleInput => ({
+                entity,
+                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
+                at: asEpochMs(at + minute * 60_000 + i * 1000),
+                text: String(row === "a" ? value : 0 - value),
+                value: row === "a" ? value : 0 - value,
+              }),
+            ),
+          ),
+        ),
+      });
+      const ps = ["0.95", "0.1", "0.5", "0.75"];
+      const rows = await store.queryMetrics({
+        entities: await store.listEntities({ includeDeleted: false }),
+        from: asEpochMs(at),
+        to: asEpochMs(at + 30 * 60_000),
+        zone: "UTC",
+        bucket: { kind: "minutes", minutes: 1 },
+        metrics: [
+          {
+            identifier: "m",
+            include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+          },
+        ],
+        aggregations: ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
+        grouping: ["rowname"],
+        timeWindows: [],
+      });
+      const expected = minutes.flatMap((values) =>
+        ["a", "b"].map((row) => {
+          const sorted = values.map((v) => (row === "a" ? v : 0 - v)).sort((x, y) => x - y);
+          return Object.fromEntries(ps.map((p) => [p, percentile(sorted, p)]));
+        }),
+      );
+      assert.deepEqual(
+        rows.map((r) => r.values),
+        expected,
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   for (const { name, open } of stores) {
     it(`(${name}) samples near the largest double: null where a result is beyond it, never an error`, async () => {
       const { store, close } = await open();
