@@ -20,6 +20,7 @@ import type {
   BucketSpec,
   EntityKey,
   MetricQueryPlan,
+  MetricQueryRow,
   SampleInput,
   Store,
   TimeWindow,
@@ -350,6 +351,42 @@ const arbitraryCase = fc
     return { ...c, zone, base, samples };
   });
 
+/** A sample of column `util` of `row` (dataview cpu/cpu) of `entity`, its text the number's. */
+function utilSample(entity: EntityKey, row: string, at: number, value: number): SampleInput {
+  return {
+    entity,
+    series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
+    at: asEpochMs(at),
+    text: String(value),
+    value,
+  };
+}
+
+/** The rows of metric `m` (every row's `util`) over [from, to) in UTC buckets of `minutes`. */
+async function utilRows(
+  store: Store,
+  range: { readonly from: number; readonly to: number; readonly minutes: number },
+  aggregations: readonly Aggregation[],
+  grouping: MetricQueryPlan["grouping"],
+): Promise<MetricQueryRow[]> {
+  return store.queryMetrics({
+    entities: await store.listEntities({ includeDeleted: false }),
+    from: asEpochMs(range.from),
+    to: asEpochMs(range.to),
+    zone: "UTC",
+    bucket: { kind: "minutes", minutes: range.minutes },
+    metrics: [
+      {
+        identifier: "m",
+        include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
+      },
+    ],
+    aggregations,
+    grouping,
+    timeWindows: [],
+  });
+}
+
 const stores: { name: string; open: () => Promise<{ store: Store; close: () => Promise<void> }> }[] = [
   {
     name: "duckdb",
@@ -404,34 +441,19 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
         samples: minutes.flatMap((values, minute) =>
           values.flatMap((value, i) =>
             ["a", "b"].map(
-              (row): SampleInput => ({
-                entity,
-                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
-                at: asEpochMs(at + minute * 60_000 + i * 1000),
-                text: String(row === "a" ? value : 0 - value),
-                value: row === "a" ? value : 0 - value,
-              }),
+              (row): SampleInput =>
+                utilSample(entity, row, at + minute * 60_000 + i * 1000, row === "a" ? value : 0 - value),
             ),
           ),
         ),
       });
       const ps = ["0.95", "0.1", "0.5", "0.75"];
-      const rows = await store.queryMetrics({
-        entities: await store.listEntities({ includeDeleted: false }),
-        from: asEpochMs(at),
-        to: asEpochMs(at + 30 * 60_000),
-        zone: "UTC",
-        bucket: { kind: "minutes", minutes: 1 },
-        metrics: [
-          {
-            identifier: "m",
-            include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
-          },
-        ],
-        aggregations: ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
-        grouping: ["rowname"],
-        timeWindows: [],
-      });
+      const rows = await utilRows(
+        store,
+        { from: at, to: at + 30 * 60_000, minutes: 1 },
+        ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
+        ["rowname"],
+      );
       const expected = minutes.flatMap((values) =>
         ["a", "b"].map((row) => {
           const sorted = values.map((v) => (row === "a" ? v : 0 - v)).sort((x, y) => x - y);
@@ -463,36 +485,18 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
         await store.ingest({
           entities: [],
           samples: Object.entries(groups).flatMap(([row, values]) =>
-            values.map(
-              (value, i): SampleInput => ({
-                entity,
-                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row, column: "util" },
-                at: asEpochMs(at + i * 1000),
-                text: String(value),
-                value,
-              }),
-            ),
+            values.map((value, i): SampleInput => utilSample(entity, row, at + i * 1000, value)),
           ),
         });
-        const rows = await store.queryMetrics({
-          entities: await store.listEntities({ includeDeleted: false }),
-          from: asEpochMs(at),
-          to: asEpochMs(at + 3_600_000),
-          zone: "UTC",
-          bucket: { kind: "minutes", minutes: 60 },
-          metrics: [
-            {
-              identifier: "m",
-              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
-            },
-          ],
-          aggregations: (["svc.sum", "svc.avg", "svc.var", "svc.stddev"] as const).map((n) => ({
+        const rows = await utilRows(
+          store,
+          { from: at, to: at + 3_600_000, minutes: 60 },
+          (["svc.sum", "svc.avg", "svc.var", "svc.stddev"] as const).map((n) => ({
             label: n,
             name: n,
           })),
-          grouping: ["rowname"],
-          timeWindows: [],
-        });
+          ["rowname"],
+        );
         const got = Object.fromEntries(rows.map((r) => [r.group.rowname, r.values]));
         assert.deepEqual(got.r1, { "svc.sum": 0, "svc.avg": 0, "svc.var": null, "svc.stddev": 1e200 });
         assert.deepEqual(got.r2, { "svc.sum": null, "svc.avg": 1e308, "svc.var": 0, "svc.stddev": 0 });
@@ -531,35 +535,19 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
           entities: [],
           samples: minutes.flatMap(([minute, values]) =>
             values.map(
-              (value, i): SampleInput => ({
-                entity,
-                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row: "r", column: "util" },
-                at: asEpochMs(at + minute * 60_000 + i * 1000),
-                text: String(value),
-                value,
-              }),
+              (value, i): SampleInput => utilSample(entity, "r", at + minute * 60_000 + i * 1000, value),
             ),
           ),
         });
-        const rows = await store.queryMetrics({
-          entities: await store.listEntities({ includeDeleted: false }),
-          from: asEpochMs(at),
-          to: asEpochMs(at + 600_000),
-          zone: "UTC",
-          bucket: { kind: "minutes", minutes: 1 },
-          metrics: [
-            {
-              identifier: "m",
-              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
-            },
-          ],
-          aggregations: (["svc.sum", "svc.count", "svc.max", "svc.var"] as const).map((n) => ({
+        const rows = await utilRows(
+          store,
+          { from: at, to: at + 600_000, minutes: 1 },
+          (["svc.sum", "svc.count", "svc.max", "svc.var"] as const).map((n) => ({
             label: n,
             name: n,
           })),
-          grouping: [],
-          timeWindows: [],
-        });
+          [],
+        );
         assert.deepEqual(
           rows.map((r) => [(r.bucket - at) / 60_000, r.values]),
           [
@@ -590,33 +578,23 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
           entities: [],
           samples: minutes.flatMap((values, minute) =>
             values.map(
-              (value, i): SampleInput => ({
-                entity,
-                series: { sampler: "cpu", samplerType: "linux", dataview: "cpu", row: "r", column: "util" },
-                at: asEpochMs(at + minute * 60_000 + Math.floor((i * 60_000) / values.length)),
-                text: String(value),
-                value,
-              }),
+              (value, i): SampleInput =>
+                utilSample(
+                  entity,
+                  "r",
+                  at + minute * 60_000 + Math.floor((i * 60_000) / values.length),
+                  value,
+                ),
             ),
           ),
         });
         const ps = ["0.95", "0.1", "0.5", "0.999"];
-        const rows = await store.queryMetrics({
-          entities: await store.listEntities({ includeDeleted: false }),
-          from: asEpochMs(at),
-          to: asEpochMs(at + 180_000),
-          zone: "UTC",
-          bucket: { kind: "minutes", minutes: 1 },
-          metrics: [
-            {
-              identifier: "m",
-              include: [{ sampler: "cpu", samplerType: null, dataview: "cpu", row: null, column: "util" }],
-            },
-          ],
-          aggregations: ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
-          grouping: [],
-          timeWindows: [],
-        });
+        const rows = await utilRows(
+          store,
+          { from: at, to: at + 180_000, minutes: 1 },
+          ps.map((p) => ({ label: p, name: "svc.percentile" as const, p })),
+          [],
+        );
         assert.deepEqual(
           rows.map((r) => r.values),
           minutes.map((values) => {
