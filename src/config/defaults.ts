@@ -137,9 +137,9 @@ export const BACKFILL_PARSE_WORKERS_MAX = 2;
 export const BACKFILL_PARSE_WORKER_YOUNG_MB = 8; // MB
 /**
  * How long the backfill parse workers stay once no body is being read: then they stop, and the next
- * backfill starts them again (tens of milliseconds). A worker that has parsed a backfill holds tens
- * of MiB of heap that V8 does not give back while it idles: two of them held 87 MiB after 30 bodies
- * of 10 000 table lines, and still did 12 s later.
+ * backfill starts them again (about 0.3 s: a thread, its modules, the compiled schemas). A worker
+ * that has parsed a backfill holds tens of MiB of heap that V8 does not give back while it idles:
+ * two of them held 87 MiB after 30 bodies of 10 000 table lines, and still did 12 s later.
  */
 export const BACKFILL_PARSE_WORKER_IDLE_MS = 10_000; // ms
 /**
