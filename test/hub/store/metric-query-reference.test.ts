@@ -525,9 +525,11 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
         const at = Date.UTC(2024, 4, 1);
         // Minute 0 ordinary, minute 5's variance beyond the largest double (an error the store
         // answers with its bounded forms), minute 9 ordinary again: a store that answers in parts
-        // meets the overflow in a later part than the first.
+        // meets the overflow in a later part than the first. Minute 2's sum overflows with no
+        // variance beyond range (DuckDB raises nothing there).
         const minutes: [number, number[]][] = [
           [0, [1.5, 2.25]],
+          [2, [1.7e308, 1.7e308]],
           [5, [1e200, -1e200]],
           [9, [-4, 0.5, 8]],
         ];
@@ -552,6 +554,7 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
           rows.map((r) => [(r.bucket - at) / 60_000, r.values]),
           [
             [0, { "svc.sum": 3.75, "svc.count": 2, "svc.max": 2.25, "svc.var": 0.140625 }],
+            [2, { "svc.sum": null, "svc.count": 2, "svc.max": 1.7e308, "svc.var": 0 }],
             [5, { "svc.sum": 0, "svc.count": 2, "svc.max": 1e200, "svc.var": null }],
             [9, { "svc.sum": 4.5, "svc.count": 3, "svc.max": 8, "svc.var": 24.5 }],
           ],

@@ -600,7 +600,8 @@ function numberOf(item: DuckDBValue): number | null {
  * when it is read; read column by column from DuckDB's vectors (numbers straight from their typed
  * arrays, no per-cell value conversion): bucket start, group values (`query.groupColumns`; entity
  * ids numeric, names as strings, "" for a missing one), identifier, and the aggregations keyed by
- * `query.labels`, null where DuckDB has NULL. Rows come ordered by bucket and group, a group's
+ * `query.labels`, null where DuckDB has NULL or a result beyond the largest double (DuckDB's sum of
+ * doubles overflows to infinity without an error). Rows come ordered by bucket and group, a group's
  * identifiers next to each other, so consecutive rows of one group share its (read-only) group
  * object.
  */
@@ -638,7 +639,8 @@ export function* metricRowBatches(
       }
       const values: Record<string, number | null> = {};
       for (let a = 0; a < labels.length; a++) {
-        values[labels[a] as string] = numberOf((aggregates[a] as DuckDBVector).getItem(r));
+        const value = numberOf((aggregates[a] as DuckDBVector).getItem(r));
+        values[labels[a] as string] = value !== null && Number.isFinite(value) ? value : null;
       }
       rows.push({
         bucket: asEpochMs(numberOf(bucket.getItem(r)) ?? 0),
