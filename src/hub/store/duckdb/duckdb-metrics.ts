@@ -176,14 +176,16 @@ export class DuckDbMetrics {
     // needs more runs again sorting, and so do the parts after it: at most one part is run twice.
     let missed = false;
     const answer = async (part: DuckDbScanWindow): Promise<Answer> => {
-      let done = await statement(part, percentiles);
-      if (percentiles.kind === "top" && largestNeed(done) > percentiles.k) {
+      let answered = await statement(part, percentiles);
+      let need = largestNeed(answered);
+      if (percentiles.kind === "top" && need > percentiles.k) {
         missed = true;
-        done = await statement(part, { kind: "sort" });
+        answered = await statement(part, { kind: "sort" });
+        need = largestNeed(answered);
       }
-      const k = 2 ** Math.ceil(Math.log2(largestNeed(done) + 1));
+      const k = 2 ** Math.ceil(Math.log2(need + 1));
       percentiles = !missed && k <= TOP_PERCENTILE_K_MAX ? { kind: "top", k } : { kind: "sort" };
-      return done;
+      return answered;
     };
     const answers: (Promise<Answer> | undefined)[] = [];
     let last: Promise<unknown> = Promise.resolve();
