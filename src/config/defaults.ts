@@ -143,6 +143,12 @@ export const BACKFILL_PARSE_WORKER_YOUNG_MB = 8; // MB
  */
 export const BACKFILL_PARSE_WORKER_IDLE_MS = 10_000; // ms
 /**
+ * How long a parse worker waits with nothing to read before it runs a full collection of its own
+ * heap (on its thread, 20-26 ms after the peers backfill), so the garbage of the bodies it read is
+ * given back well before BACKFILL_PARSE_WORKER_IDLE_MS stops it. Each read resets the wait.
+ */
+export const BACKFILL_PARSE_WORKER_COLLECT_MS = 1_000; // ms
+/**
  * Slow and idle clients (docs/security.md): a request's headers must arrive within
  * HTTP_HEADERS_TIMEOUT_MS and the whole request within HTTP_REQUEST_TIMEOUT_MS (a 10 MiB body at
  * 2 Mbit/s takes 40 s), checked every HTTP_TIMEOUT_CHECK_MS; an idle keep-alive connection closes

@@ -6,10 +6,13 @@
  *   worker takes any slice);
  * - `start` / `next` / `end`: a JSON array body, held here whole (it is one JSON text) and read a
  *   slice per `next`, only when asked, so the worker is never more than the asker's window ahead.
+ * Once nothing has come for BACKFILL_PARSE_WORKER_COLLECT_MS, the worker collects its heap in full.
  */
 import { parentPort } from "node:worker_threads";
+import { BACKFILL_PARSE_WORKER_COLLECT_MS } from "../../config/defaults.js";
 import { type ErrorFields, VigilError } from "../../errors/catalog.js";
 import type { DataLimits } from "../../limits/data-limits.js";
+import { fullCollection, idleCollection } from "../../memory/full-collection.js";
 import {
   arraySlices,
   type BodySlice,
@@ -81,7 +84,12 @@ function reply(job: number, seq: number, read: () => CheckedSlice | undefined): 
   port?.postMessage(answer);
 }
 
+/** A full collection of this worker's heap once it has had nothing to read for a while. */
+const collect = fullCollection();
+const idle = collect === undefined ? undefined : idleCollection(collect, BACKFILL_PARSE_WORKER_COLLECT_MS);
+
 port.on("message", (request: ParserRequest) => {
+  idle?.touch();
   switch (request.kind) {
     case "lines":
       return reply(request.job, request.seq, () => {

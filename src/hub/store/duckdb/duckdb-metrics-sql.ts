@@ -33,8 +33,8 @@
 import {
   BIGINT,
   DECIMAL,
+  type DuckDBDataChunk,
   DuckDBDecimalValue,
-  type DuckDBMaterializedResult,
   DuckDBTimestampTZValue,
   type DuckDBType,
   type DuckDBValue,
@@ -596,7 +596,7 @@ function numberOf(item: DuckDBValue): number | null {
 }
 
 /**
- * The rows of a metric query's `result`, a DuckDB chunk (up to 2 048 rows) a batch, each batch made
+ * The rows of a metric query's result `chunks`, a DuckDB chunk (up to 2 048 rows) a batch, each batch made
  * when it is read; read column by column from DuckDB's vectors (numbers straight from their typed
  * arrays, no per-cell value conversion): bucket start, group values (`query.groupColumns`; entity
  * ids numeric, names as strings, "" for a missing one), identifier, and the aggregations keyed by
@@ -606,7 +606,7 @@ function numberOf(item: DuckDBValue): number | null {
  * object.
  */
 export function* metricRowBatches(
-  result: DuckDBMaterializedResult,
+  chunks: readonly DuckDBDataChunk[],
   query: MetricSql,
 ): Generator<MetricQueryRow[]> {
   const groups = query.groupColumns.length;
@@ -614,8 +614,7 @@ export function* metricRowBatches(
   const labels = query.labels;
   const current: (string | number)[] = new Array(groups);
   let group: Record<string, string | number> | undefined;
-  for (let c = 0; c < result.chunkCount; c++) {
-    const chunk = result.getChunk(c);
+  for (const chunk of chunks) {
     const bucket = chunk.getColumnVector(0);
     const groupVectors = query.groupColumns.map((g, i) => ({ ...g, vector: chunk.getColumnVector(1 + i) }));
     const identifier = chunk.getColumnVector(1 + groups);

@@ -4,7 +4,7 @@
  * for each part of the range, and reads their rows. The PostgreSQL store's counterpart is
  * postgres-metrics.ts; what both share (the plan, the segments, the bucket grid) is in `../core/`.
  */
-import type { DuckDBConnection, DuckDBMaterializedResult } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBDataChunk } from "@duckdb/node-api";
 import { splitInstant } from "../core/bucket-grid.js";
 import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricRowBatches } from "../store.js";
@@ -20,6 +20,7 @@ import {
   readZoneOffsets,
   type Statement,
 } from "./duckdb-metrics-sql.js";
+import { NativeResultMemory } from "./duckdb-native-memory.js";
 
 /**
  * Most samples (estimated) one statement of a metric query aggregates: a larger query runs as
@@ -89,8 +90,10 @@ async function parts(
   return bounds.slice(1).map((toUs, i) => ({ fromUs: bounds[i] as bigint, toUs }));
 }
 
+/** A statement's answer: its chunks, each read from DuckDB once, and the rows and values they hold. */
 interface Answer {
-  readonly result: DuckDBMaterializedResult;
+  readonly chunks: readonly DuckDBDataChunk[];
+  readonly values: number;
   readonly query: MetricSql;
 }
 
@@ -103,12 +106,11 @@ interface Answer {
 export const TOP_PERCENTILE_K_MAX = 16;
 
 /** The largest rank a row of `answer` took a percentile at (0 without percentiles or rows). */
-function largestNeed({ result, query }: Answer): number {
+function largestNeed({ chunks, query }: Answer): number {
   const column = query.needColumn;
   if (column === null) return 0;
   let need = 0;
-  for (let c = 0; c < result.chunkCount; c++) {
-    const chunk = result.getChunk(c);
+  for (const chunk of chunks) {
     const vector = chunk.getColumnVector(column);
     const count = chunk.rowCount;
     for (let r = 0; r < count; r++) {
@@ -119,10 +121,12 @@ function largestNeed({ result, query }: Answer): number {
   return need;
 }
 
-const run = async (reader: DuckDBConnection, query: MetricSql): Promise<Answer> => ({
-  result: await reader.run(query.sql, query.values, query.types),
-  query,
-});
+const run = async (reader: DuckDBConnection, query: MetricSql): Promise<Answer> => {
+  const result = await reader.run(query.sql, query.values, query.types);
+  const chunks: DuckDBDataChunk[] = [];
+  for (let c = 0; c < result.chunkCount; c++) chunks.push(result.getChunk(c));
+  return { chunks, values: result.rowCount * result.columnCount, query };
+};
 
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */
 const ZONE_OFFSETS_CACHE_ENTRIES = 256; // entries
@@ -133,7 +137,10 @@ export class DuckDbMetrics {
   private readonly zoneOffsets = new Map<string, ZoneOffsets>();
 
   /** `partSamples`: most samples (estimated) one statement aggregates; 0 cuts every query in {@link QUERY_PARTS_MAX}. */
-  constructor(private readonly partSamples: number = QUERY_PART_SAMPLES) {}
+  constructor(
+    private readonly partSamples: number = QUERY_PART_SAMPLES,
+    private readonly nativeMemory: NativeResultMemory = new NativeResultMemory(),
+  ) {}
 
   /** Forgets the offsets read (a reopened database reads them again). */
   forget(): void {
@@ -197,14 +204,17 @@ export class DuckDbMetrics {
       last = next;
     }
     await answers[0];
+    const nativeMemory = this.nativeMemory;
     return {
       batches: (async function* () {
         for (let k = 0; k < answers.length; k++) {
-          const { result, query } = await (answers[k] as Promise<Answer>);
+          const { chunks, values, query } = await (answers[k] as Promise<Answer>);
           // A part is let go as it is written: only the parts not written yet are held.
           answers[k] = undefined;
-          yield* metricRowBatches(result, query);
+          yield* metricRowBatches(chunks, query);
+          nativeMemory.release(values);
         }
+        nativeMemory.answered();
       })(),
       done: last.then(() => undefined),
     };

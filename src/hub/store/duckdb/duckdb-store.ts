@@ -75,6 +75,7 @@ import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
 import { DuckDbMetrics } from "./duckdb-metrics.js";
 import { scanWindow } from "./duckdb-metrics-sql.js";
+import type { NativeResultMemory } from "./duckdb-native-memory.js";
 import {
   countSamplesSql,
   entitySeverity,
@@ -128,6 +129,11 @@ export interface DuckDbStoreOptions {
    * bucket boundaries, up to `QUERY_PARTS_MAX` (tests).
    */
   readonly queryPartSamples?: number;
+  /**
+   * Counts the native memory of the metric queries' results and runs the full collections that
+   * give it back (duckdb-native-memory.ts); default one of its own with V8's full collection.
+   */
+  readonly nativeResultMemory?: NativeResultMemory;
   /**
    * Opens the DuckDB instance (default `DuckDBInstance.create`); called again each time the store
    * reopens its file after a fatal error. Tests pass one that keeps a connection of their own.
@@ -220,7 +226,7 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
     () => openConnections(options.path, config, open),
     maxSeriesPerEntity,
     seriesCacheEntries,
-    new DuckDbMetrics(options.queryPartSamples),
+    new DuckDbMetrics(options.queryPartSamples, options.nativeResultMemory),
   );
 }
 
