@@ -7,6 +7,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
+/** Attempts at making a context with `gc` (see {@link fullCollection}). */
+const FLAG_ATTEMPTS = 3;
+
 /**
  * V8's full collection of this thread's heap, or undefined where this Node cannot give it. `gc` is
  * a global only when the process started with `--expose-gc`; otherwise the flag is set for as long
@@ -16,15 +19,20 @@ import { runInNewContext } from "node:vm";
 export function fullCollection(): (() => void) | undefined {
   const own = (globalThis as { gc?: unknown }).gc;
   if (typeof own === "function") return () => own();
-  try {
-    setFlagsFromString("--expose-gc");
-    const gc = runInNewContext("gc") as unknown;
-    return typeof gc === "function" ? () => gc() : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    setFlagsFromString("--no-expose-gc");
+  // V8's flags are the process's: a worker thread clearing the flag between this thread's setting it
+  // and its context being made leaves that context without `gc`, so this is tried again.
+  for (let attempt = 0; attempt < FLAG_ATTEMPTS; attempt++) {
+    try {
+      setFlagsFromString("--expose-gc");
+      const gc = runInNewContext("gc") as unknown;
+      if (typeof gc === "function") return () => gc();
+    } catch {
+      return undefined;
+    } finally {
+      setFlagsFromString("--no-expose-gc");
+    }
   }
+  return undefined;
 }
 
 /**
