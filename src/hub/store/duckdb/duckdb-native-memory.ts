@@ -1,7 +1,6 @@
 /**
- * The native memory of DuckDB's results. node-api holds a result, and each chunk read from it, in
- * memory outside V8's heap that it frees only when V8 collects the small JavaScript object wrapping
- * it; V8 neither sees that memory nor collects those objects before its next full collection, which
+ * The native memory of DuckDB's results. node-api holds each chunk read from a result in memory
+ * outside V8's heap that it frees only when V8 collects the small JavaScript object wrapping it; V8 neither sees that memory nor collects those objects before its next full collection, which
  * a hub whose heap barely grows may not run for minutes: after the peers backfill
  * (bench/peers.bench.ts, 100 rows), each metric query of 288 000 answer rows left about 25 MiB, and
  * the hub's RSS climbed query after query to about 500 MiB before V8 collected (docs/performance.md).
@@ -22,8 +21,8 @@ export const NATIVE_COLLECT_MIN_BYTES = 32 * 1024 * 1024; // bytes
 export const NATIVE_COLLECT_WITHIN_ANSWER = 4;
 
 /**
- * Bytes counted for a value of a result read: a number takes 8 in the materialized result and 8
- * again in the chunk read from it (a short string 16 each, a long one more).
+ * Bytes counted for a value of a result read: its place in its chunk's vector, 8 for a number and
+ * 16 for a string (a long one more besides), counted as 16 for either.
  */
 export const NATIVE_BYTES_PER_VALUE = 16; // bytes
 
