@@ -220,14 +220,18 @@ export class DuckDbMetrics {
     const nativeMemory = this.nativeMemory;
     return {
       batches: (async function* () {
-        for (let k = 0; k < answers.length; k++) {
-          const { chunks, values, query } = await (answers[k] as Promise<Answer>);
-          // A part is let go as it is written: only the parts not written yet are held.
-          answers[k] = undefined;
-          yield* metricRowBatches(chunks, query);
-          nativeMemory.release(values);
+        try {
+          for (let k = 0; k < answers.length; k++) {
+            const { chunks, values, query } = await (answers[k] as Promise<Answer>);
+            // A part is let go as it is written: only the parts not written yet are held.
+            answers[k] = undefined;
+            yield* metricRowBatches(chunks, query);
+            nativeMemory.release(values);
+          }
+        } finally {
+          // Also when the answer is left unread (a client gone): what was read is counted.
+          nativeMemory.answered();
         }
-        nativeMemory.answered();
       })(),
       done: last.then(() => undefined),
     };

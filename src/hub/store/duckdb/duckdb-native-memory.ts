@@ -1,10 +1,11 @@
 /**
  * The native memory of DuckDB's results. node-api holds each chunk read from a result in memory
- * outside V8's heap that it frees only when V8 collects the small JavaScript object wrapping it; V8 neither sees that memory nor collects those objects before its next full collection, which
- * a hub whose heap barely grows may not run for minutes: after the peers backfill
- * (bench/peers.bench.ts, 100 rows), each metric query of 288 000 answer rows left about 25 MiB, and
- * the hub's RSS climbed query after query to about 500 MiB before V8 collected (docs/performance.md).
- * So the store counts the bytes of the results it has read and let go, and once they pass both
+ * outside V8's heap that it frees only when V8 collects the small JavaScript object wrapping it; V8
+ * neither sees that memory nor collects those objects before its next full collection, which a hub
+ * whose heap barely grows may not run for minutes: after the peers backfill (bench/peers.bench.ts,
+ * 100 rows), each metric query of 288 000 answer rows left about 25 MiB, and the hub's RSS climbed
+ * query after query to about 500 MiB before V8 collected (docs/performance.md). So the store counts
+ * the bytes of the results it has read and let go, and once they pass both
  * {@link NATIVE_COLLECT_MIN_BYTES} and the size of the live heap a collection has to mark, asks V8
  * for a full collection on the next turn of the event loop: the garbage may grow as large as the
  * live heap, as V8's own heap may (HEAP_GROWING_PERCENT), and a collection's pause, which grows
@@ -39,8 +40,7 @@ export class NativeResultMemory {
 
   /**
    * `collect` runs the collection (default V8's full collection; null, or a Node without one:
-   * nothing is counted);
-   * `liveHeapBytes` the heap a collection marks (default V8's used heap size).
+   * nothing is counted); `liveHeapBytes` the heap a collection marks (default V8's used heap size).
    */
   constructor(
     private readonly collect: (() => void) | null = fullCollection() ?? null,
