@@ -319,6 +319,16 @@ export const HEAP_GROWING_PERCENT = 100; // percent
  * (docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
  */
 export const MAX_SEMI_SPACE_MB = 16; // MB
+/**
+ * The largest semi-space of `vigil hub`'s young generation, in MB (as {@link MAX_SEMI_SPACE_MB}, for
+ * the hub alone). The hub's short-lived objects (a backfill part's rows, a query's rows and answer
+ * pieces) die within a scavenge of a small new space, and the pages a larger one touches stay in the
+ * process's RSS. The peers bench (bench/peers.bench.ts, 8.6 M samples, Node 20 with the flag given,
+ * one round each): the hub peaked at 405-416 MiB with 2 against 453 with 16 (20 rows: 355 against
+ * 382), for less CPU to queryable (36.0-36.5 s against 38.9) and the same query time beside
+ * VictoriaMetrics'; 1 gave 411 (343).
+ */
+export const HUB_MAX_SEMI_SPACE_MB = 2; // MB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
 export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**
