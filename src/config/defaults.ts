@@ -124,8 +124,11 @@ export const MESSAGES_BODY_LIMIT_BYTES = 256 * 1024 * 1024; // 256 MiB
  */
 export const BACKFILL_PART_MESSAGES = 5_000; // messages
 /**
- * Worker threads that parse backfill bodies, at most (one per core the hub may use below that):
- * slices of one body go to each in turn, so the store's next part is ready sooner.
+ * Worker threads that parse backfill bodies, at most (below that, one per core the hub may use
+ * beyond the one its own thread and DuckDB's need): slices of one body go to each in turn, so the
+ * store's next part is ready sooner. On 2 cores one worker: the peers bench (8.6 M samples, three
+ * alternating rounds) backfilled at 375-440 k samples/s with one and 357-412 k with two, for the
+ * same CPU, and the hub peaked 15-27 MiB lower; the backfill bench, 399 k against 389 k.
  */
 export const BACKFILL_PARSE_WORKERS_MAX = 2;
 /**

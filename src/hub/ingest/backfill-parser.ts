@@ -34,8 +34,16 @@ export interface ParserLogger {
   error(details: object, message: string): void;
 }
 
-/** Worker threads per parser: one per core the hub may use, at most BACKFILL_PARSE_WORKERS_MAX. */
-export const PARSE_WORKERS = Math.max(1, Math.min(BACKFILL_PARSE_WORKERS_MAX, availableParallelism()));
+/**
+ * Worker threads per parser: one per core the hub may use beyond the first (which the hub's thread
+ * and DuckDB's share), at least one, at most BACKFILL_PARSE_WORKERS_MAX.
+ */
+export const PARSE_WORKERS = parseWorkers(availableParallelism());
+
+/** The parse workers for a hub that may use `cores` cores ({@link PARSE_WORKERS}). */
+export function parseWorkers(cores: number): number {
+  return Math.max(1, Math.min(BACKFILL_PARSE_WORKERS_MAX, Math.floor(cores) - 1));
+}
 
 /** Slices asked for and not yet used, per body: the workers' lead over the store. */
 export const SLICES_AHEAD = 4;

@@ -22,7 +22,7 @@ import {
   lineRanges,
   startsLikeArray,
 } from "../../../src/hub/ingest/backfill-body.js";
-import { BackfillParser, SLICES_AHEAD } from "../../../src/hub/ingest/backfill-parser.js";
+import { BackfillParser, parseWorkers, SLICES_AHEAD } from "../../../src/hub/ingest/backfill-parser.js";
 import { CheckedPart, checkInto } from "../../../src/hub/ingest/check-message.js";
 import { DEFAULT_DATA_LIMITS } from "../../../src/limits/data-limits.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
@@ -190,6 +190,13 @@ const plain = (part: CheckedPart) => ({
 });
 
 describe("backfill parser", () => {
+  test("a worker per core beyond the one the hub's thread and DuckDB share, one at least, two at most", () => {
+    assert.deepEqual(
+      [1, 2, 3, 4, 64].map((cores) => parseWorkers(cores)),
+      [1, 1, 2, 2, 2],
+    );
+  });
+
   test("property: the workers make the part the hub's thread made, slice by slice", async () => {
     await fc.assert(
       fc.asyncProperty(body, fc.integer({ min: 1, max: 7 }), fc.boolean(), async (bytes, size, many) => {
