@@ -19,24 +19,15 @@ import { availableParallelism, cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { heapGrowthFlag } from "../dist/cli/heap-growth.js";
-import { semiSpaceBoundMb, youngGenerationFlag } from "../dist/cli/young-generation.js";
+import { youngGenerationFlag } from "../dist/cli/young-generation.js";
 
 /**
- * The V8 bounds a long-running `vigil` command runs with (src/cli/heap-growth.ts,
+ * The V8 bounds every long-running `vigil` command runs with (src/cli/heap-growth.ts,
  * young-generation.ts), given to each bench's process: the benches that compose vigil's parts in
  * their own process (backfill, probe ingest, store) then measure them as `vigil hub` or `vigil probe`
- * would run them. The end-to-end, peers and fleet benches' children are the real commands, which
- * set them themselves.
+ * would run them. The end-to-end bench's children are the real commands, which set them themselves.
  */
-function v8Bounds(file) {
-  return [
-    heapGrowthFlag([]),
-    youngGenerationFlag([], undefined, semiSpaceBoundMb(BENCH_COMMANDS[file] ?? "hub")),
-  ];
-}
-
-/** The command whose parts a bench composes, when it is not the hub's. */
-const BENCH_COMMANDS = { "probe-ingest.bench.ts": "probe", "nats-publish.bench.ts": "gateway" };
+const V8_BOUNDS = [heapGrowthFlag([]), youngGenerationFlag([], undefined)];
 
 const RESULTS_FILE = join("bench", "results.json");
 
@@ -231,7 +222,7 @@ function commit() {
 /** Runs one bench, its output passed through; resolves with its exit status and JSON result lines. */
 function runBench(file) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...v8Bounds(file), "--import", "tsx", join("bench", file)], {
+    const child = spawn(process.execPath, [...V8_BOUNDS, "--import", "tsx", join("bench", file)], {
       stdio: ["ignore", "pipe", "inherit"],
     });
     const results = [];
@@ -277,7 +268,7 @@ writeFileSync(
         cpuModel: cpu?.model ?? null,
         memoryMiB: Math.round(totalmem() / 1024 / 1024),
         node: process.version,
-        v8Flags: Object.fromEntries(files.map((file) => [file, v8Bounds(file)])),
+        v8Flags: V8_BOUNDS,
       },
       results: all,
     },

@@ -5,25 +5,16 @@
  * set later changes it (`v8.setFlagsFromString` does for the heap's growth, heap-growth.ts, not
  * for this). So a service command (`up`, `hub`, `gateway`, `probe`) started without a bound of its
  * own replaces itself, before it has loaded, opened or written anything, with the same process
- * started again with `--max-semi-space-size` at its command's bound ({@link semiSpaceBoundMb}):
- * `process.execve`, which keeps the process id, the environment and the standard streams, so
- * whatever started it (a shell, systemd, `npm start`, a test) sees one process throughout. A
- * process started with its own `--max-semi-space-size` (in its arguments or NODE_OPTIONS) keeps it;
- * on a Node without `process.execve` (Node 20, Windows) the process runs as started, with V8's own
- * bound (16 MB on Node 20) unless it was given one.
+ * started again with `--max-semi-space-size=MAX_SEMI_SPACE_MB`: `process.execve`, which keeps the
+ * process id, the environment and the standard streams, so whatever started it (a shell, systemd,
+ * `npm start`, a test) sees one process throughout. A process started with its own
+ * `--max-semi-space-size` (in its arguments or NODE_OPTIONS) keeps it; on a Node without
+ * `process.execve` (Node 20, whose bound is already 16 MB; Windows) the process runs as started.
  */
-import { HUB_MAX_SEMI_SPACE_MB, MAX_SEMI_SPACE_MB } from "../config/defaults.js";
+import { MAX_SEMI_SPACE_MB } from "../config/defaults.js";
 
 /** The commands that run until stopped (DESIGN 1), whose memory the bound is for. */
 export const SERVICE_COMMANDS: ReadonlySet<string> = new Set(["up", "hub", "gateway", "probe"]);
-
-/**
- * The semi-space bound of a service command in MB: `hub` {@link HUB_MAX_SEMI_SPACE_MB}, the others
- * (`up` holds a probe and a gateway beside its hub) {@link MAX_SEMI_SPACE_MB}.
- */
-export function semiSpaceBoundMb(command: string): number {
-  return command === "hub" ? HUB_MAX_SEMI_SPACE_MB : MAX_SEMI_SPACE_MB;
-}
 
 const OWN_BOUND = /^--max[-_]semi[-_]space[-_]size(=|$)/;
 
@@ -54,7 +45,7 @@ export function boundYoungGeneration(argv: readonly string[] = process.argv): vo
   // @types/node follows Node 20, which has no process.execve.
   const execve = (process as { execve?: Execve }).execve;
   if (typeof execve !== "function" || process.platform === "win32") return;
-  const flag = youngGenerationFlag(process.execArgv, process.env.NODE_OPTIONS, semiSpaceBoundMb(command));
+  const flag = youngGenerationFlag(process.execArgv, process.env.NODE_OPTIONS);
   if (flag === undefined) return;
   try {
     execve.call(

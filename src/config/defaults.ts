@@ -126,9 +126,10 @@ export const BACKFILL_PART_MESSAGES = 5_000; // messages
 /**
  * Worker threads that parse backfill bodies, at most (below that, one per core the hub may use
  * beyond the one its own thread and DuckDB's need): slices of one body go to each in turn, so the
- * store's next part is ready sooner. On 2 cores one worker: the peers bench (8.6 M samples, three
- * alternating rounds) backfilled at 375-440 k samples/s with one and 357-412 k with two, for the
- * same CPU, and the hub peaked 15-27 MiB lower; the backfill bench, 399 k against 389 k.
+ * store's next part is ready sooner. On 2 cores one worker: the peers bench (8.6 M samples, Node
+ * 20, two rounds alternating) backfilled at 415-417 k samples/s with one and 384-416 k with two, for
+ * 31.5-31.6 s of CPU against 32.0-34.7, and the hub peaked at 426-431 MiB against 454-468; the
+ * backfill bench, 399 k against 389 k.
  */
 export const BACKFILL_PARSE_WORKERS_MAX = 2;
 /**
@@ -322,16 +323,6 @@ export const HEAP_GROWING_PERCENT = 100; // percent
  * (docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
  */
 export const MAX_SEMI_SPACE_MB = 16; // MB
-/**
- * The largest semi-space of `vigil hub`'s young generation, in MB (as {@link MAX_SEMI_SPACE_MB}, for
- * the hub alone). The hub's short-lived objects (a backfill part's rows, a query's rows and answer
- * pieces) die within a scavenge of a small new space, and the pages a larger one touches stay in the
- * process's RSS. The peers bench (bench/peers.bench.ts, 8.6 M samples, Node 20 with the flag given,
- * one round each): the hub peaked at 405-416 MiB with 2 against 453 with 16 (20 rows: 355 against
- * 382), for less CPU to queryable (36.0-36.5 s against 38.9) and the same query time beside
- * VictoriaMetrics'; 1 gave 411 (343).
- */
-export const HUB_MAX_SEMI_SPACE_MB = 2; // MB
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
 export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**

@@ -9,12 +9,11 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { SERVICE_COMMANDS, semiSpaceBoundMb, youngGenerationFlag } from "../../src/cli/young-generation.js";
-import { HUB_MAX_SEMI_SPACE_MB, MAX_SEMI_SPACE_MB } from "../../src/config/defaults.js";
+import { SERVICE_COMMANDS, youngGenerationFlag } from "../../src/cli/young-generation.js";
+import { MAX_SEMI_SPACE_MB } from "../../src/config/defaults.js";
 import { tempDir, VIGIL_BIN, VigilProcess, writeFile } from "../helpers/vigil-process.js";
 
 const FLAG = `--max-semi-space-size=${MAX_SEMI_SPACE_MB}`;
-const HUB_FLAG = `--max-semi-space-size=${HUB_MAX_SEMI_SPACE_MB}`;
 const CAN_EXECVE = typeof (process as { execve?: unknown }).execve === "function";
 
 /** The arguments the kernel holds for `pid` (what `ps` shows), after any exec. */
@@ -47,14 +46,6 @@ describe("young generation of long-running commands", () => {
     }
     assert.equal(youngGenerationFlag(["--min-semi-space-size=4"], "--max-old-space-size=512"), FLAG);
     assert.deepEqual([...SERVICE_COMMANDS].sort(), ["gateway", "hub", "probe", "up"]);
-  });
-
-  it("bounds the hub's young generation tighter than the other commands'", () => {
-    assert.ok(HUB_MAX_SEMI_SPACE_MB < MAX_SEMI_SPACE_MB);
-    assert.equal(semiSpaceBoundMb("hub"), HUB_MAX_SEMI_SPACE_MB);
-    // `up` holds a probe and a gateway beside its hub.
-    for (const command of ["up", "gateway", "probe"])
-      assert.equal(semiSpaceBoundMb(command), MAX_SEMI_SPACE_MB);
   });
 
   it("is a flag this Node takes, and it bounds the new space", () => {
@@ -108,7 +99,7 @@ describe("young generation of long-running commands", () => {
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
     const args = await runHub(env);
-    assert.equal(args.includes(HUB_FLAG), CAN_EXECVE, args.join(" "));
+    assert.equal(args.includes(FLAG), CAN_EXECVE, args.join(" "));
     // The command and its options are as given, after Node's own options.
     assert.deepEqual(args.slice(args.indexOf(VIGIL_BIN)), [
       VIGIL_BIN,
@@ -122,7 +113,7 @@ describe("young generation of long-running commands", () => {
 
   it("keeps a bound the process was started with", async () => {
     const args = await runHub({ ...process.env, NODE_OPTIONS: "--max-semi-space-size=8" });
-    assert.equal(args.includes(HUB_FLAG), false, args.join(" "));
+    assert.equal(args.includes(FLAG), false, args.join(" "));
     assert.equal(args[1], VIGIL_BIN);
   });
 });
