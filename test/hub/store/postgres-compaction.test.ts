@@ -284,6 +284,46 @@ describe("PostgreSQL store compaction", { skip: needs(reachable ? false : PG_SKI
     await store.close();
   });
 
+  it("a week left untruncated while a reader held it is truncated by a later run with no rows to move", async () => {
+    const { url, store, sql, count } = await fresh();
+    await store.ingest(
+      batchOf(Array.from({ length: 50 }, (_, i) => sample("r1", T0 + i * 60_000, String(i), i))),
+    );
+    const table = partitionName(weekOf(T0));
+    const heap = async (): Promise<number> =>
+      Number((await sql`SELECT pg_relation_size(${table})::text AS b`)[0]?.b);
+    // A reader's transaction holds the partition past the truncation's lock timeout.
+    const reader = postgres(url, { max: 1, onnotice: () => undefined });
+    clients.push(reader);
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      holding = resolve;
+    });
+    const reading = reader.begin(async (tx) => {
+      await tx.unsafe(`LOCK TABLE ${table} IN ACCESS SHARE MODE`);
+      holding();
+      await released;
+    });
+    await held;
+    try {
+      assert.equal((await compactSamples(sql, Date.now())).rows, 50);
+      assert.equal(await count("samples"), 0);
+      assert.ok((await heap()) > 0, "the truncation waited for its lock and left the partition");
+    } finally {
+      release();
+      await reading;
+    }
+    // Nothing left to move; the emptied partition of the closed week is truncated all the same.
+    assert.deepEqual(await compactSamples(sql, Date.now()), { chunks: 0, rows: 0 });
+    assert.equal(await heap(), 0);
+    assert.equal(await count("stored_samples"), 50);
+    await store.close();
+  });
+
   it("property: any text of any number reads back byte for byte after compaction", async () => {
     const { store, sql, count } = await fresh();
     let round = 0;

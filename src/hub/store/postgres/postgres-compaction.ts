@@ -25,6 +25,7 @@ import { closedSafe } from "./postgres-closed.js";
 import {
   chunkPartitionName,
   createPartitions,
+  listPartitions,
   partitionName,
   WEEK_MS,
   weekOf,
@@ -211,11 +212,15 @@ export async function compactSamples(
       weeks.add(weekOf(after.hour));
     }
   }
-  for (const week of [...weeks].sort((a, b) => a - b)) {
+  // Every closed week's row partition, not only the weeks this run moved rows of: a truncation left
+  // for later (a reader held the partition past the lock timeout, another hub moved the rows, the
+  // hub stopped in between) is made by a later run, which finds no rows left to move.
+  const closed = [...(await listPartitions(sql))].filter((week) => weekStart(week) + WEEK_MS <= before);
+  for (const week of [...new Set([...weeks, ...closed])].sort((a, b) => a - b)) {
     if (stop()) break;
     if (weekStart(week) + WEEK_MS <= before) await truncateEmptyWeek(sql, week);
     // Fresh statistics of the week's chunks (the planner sizes a metric query's aggregate by them).
-    if (chunks > 0) await analyzeWeek(sql, week);
+    if (chunks > 0 && weeks.has(week)) await analyzeWeek(sql, week);
   }
   return { chunks, rows };
 }
@@ -237,20 +242,26 @@ async function analyzeWeek(sql: Sql, week: number): Promise<void> {
 }
 
 /**
- * Truncates a closed week's row partition when it holds no row: under an exclusive lock (so no
- * write comes in between), waiting at most {@link TRUNCATE_LOCK_TIMEOUT}, else left for later.
+ * Truncates a closed week's row partition when its table still takes pages and holds no row: looked
+ * at first without a lock (a partition already truncated, or holding rows, is left at once, so no
+ * reader or writer waits on it), then again under an exclusive lock (so no write comes in between),
+ * waiting at most {@link TRUNCATE_LOCK_TIMEOUT}, else left for the next run.
  */
 async function truncateEmptyWeek(sql: Sql, week: number): Promise<void> {
   const table = partitionName(week); // computed from an integer: no client text in the DDL
+  // The table's own pages (its indexes keep a page each after a TRUNCATE); the scan for a row only
+  // when there are pages to give back.
+  const emptied = `SELECT CASE WHEN pg_relation_size('${table}') = 0 THEN false
+                          ELSE NOT EXISTS (SELECT 1 FROM ${table}) END AS truncate`;
   try {
+    const [seen] = await sql.unsafe<{ truncate: boolean }[]>(emptied);
+    if (seen?.truncate !== true) return;
     await sql.begin(
       closedSafe(async (tx) => {
         await tx.unsafe(`SET LOCAL lock_timeout = '${TRUNCATE_LOCK_TIMEOUT}'`);
         await tx.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-        const [row] = await tx.unsafe<{ empty: boolean; bytes: string }[]>(
-          `SELECT NOT EXISTS (SELECT 1 FROM ${table}) AS empty, pg_total_relation_size('${table}')::text AS bytes`,
-        );
-        if (row?.empty === true && Number(row.bytes) > 0) await tx.unsafe(`TRUNCATE ${table}`);
+        const [row] = await tx.unsafe<{ truncate: boolean }[]>(emptied);
+        if (row?.truncate === true) await tx.unsafe(`TRUNCATE ${table}`);
       }),
     );
   } catch (error) {
