@@ -215,12 +215,14 @@ export async function compactSamples(
   // Every closed week's row partition, not only the weeks this run moved rows of: a truncation left
   // for later (a reader held the partition past the lock timeout, another hub moved the rows, the
   // hub stopped in between) is made by a later run, which finds no rows left to move.
-  const closed = [...(await listPartitions(sql))].filter((week) => weekStart(week) + WEEK_MS <= before);
-  for (const week of [...new Set([...weeks, ...closed])].sort((a, b) => a - b)) {
-    if (stop()) break;
+  for (const week of [...(await listPartitions(sql))].sort((a, b) => a - b)) {
+    if (stop()) return { chunks, rows };
     if (weekStart(week) + WEEK_MS <= before) await truncateEmptyWeek(sql, week);
-    // Fresh statistics of the week's chunks (the planner sizes a metric query's aggregate by them).
-    if (chunks > 0 && weeks.has(week)) await analyzeWeek(sql, week);
+  }
+  // Fresh statistics of the chunks written (the planner sizes a metric query's aggregate by them).
+  for (const week of [...weeks].sort((a, b) => a - b)) {
+    if (stop() || chunks === 0) break;
+    await analyzeWeek(sql, week);
   }
   return { chunks, rows };
 }
