@@ -175,7 +175,8 @@ async function compactStep(sql: Sql, hour: number, lo: number): Promise<Compacti
 
 /**
  * Compacts every closed hour (at `now`) that has rows, in steps, until none is left or `stop()`
- * says to; then truncates the emptied row partitions of closed weeks it touched.
+ * says to; then truncates every closed week's emptied row partition and analyzes the chunk
+ * partitions it wrote into.
  */
 export async function compactSamples(
   sql: Sql,
