@@ -292,6 +292,14 @@ export const DUCKDB_MEMORY_LIMIT_MIN_MIB = 128; // MiB
 export const DUCKDB_MEMORY_LIMIT_MAX_MIB = 384; // MiB
 export const DUCKDB_MEMORY_SHARE = 1 / 8; // of the memory the process may use
 /**
+ * DuckDB's cache of table blocks the store keeps after a commit or a read (duckdb-block-cache.ts):
+ * the hot blocks of the latest writes and of the entity, series and digest look-ups fit in it, and
+ * a backfill or a scan of a day does not leave the day's blocks in the hub's memory. Looked at no
+ * more often than every DUCKDB_BLOCK_CACHE_CHECK_MS.
+ */
+export const DUCKDB_BLOCK_CACHE_MIB = 16; // MiB
+export const DUCKDB_BLOCK_CACHE_CHECK_MS = 250; // ms
+/**
  * Back-off between attempts of the DuckDB store to reopen its file after a fatal error: the first
  * attempt at once, then doubling from the minimum up to the maximum.
  */

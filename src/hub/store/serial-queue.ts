@@ -5,14 +5,21 @@
  */
 export class SerialQueue {
   private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  /** Whether a task is running or waiting. */
+  get busy(): boolean {
+    return this.pending > 0;
+  }
 
   /** Runs `task` after every task queued before it; a failed task does not stop the ones behind it. */
   run<T>(task: () => Promise<T>): Promise<T> {
+    this.pending += 1;
     const result = this.tail.then(task);
-    this.tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    const settled = () => {
+      this.pending -= 1;
+    };
+    this.tail = result.then(settled, settled);
     return result;
   }
 

@@ -70,6 +70,7 @@ import type {
 } from "../store.js";
 import { allRows } from "../store.js";
 import { timestampTz, toNumber } from "./duckdb-append.js";
+import { BlockCache } from "./duckdb-block-cache.js";
 import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
 import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
@@ -135,6 +136,12 @@ export interface DuckDbStoreOptions {
    */
   readonly nativeResultMemory?: NativeResultMemory;
   /**
+   * Keeps DuckDB's cache of table blocks small (duckdb-block-cache.ts); default one with the store's
+   * `memory_limit` and the bounds of config/defaults.ts. A `:memory:` store has none: its blocks
+   * are its data.
+   */
+  readonly blockCache?: BlockCache;
+  /**
    * Opens the DuckDB instance (default `DuckDBInstance.create`); called again each time the store
    * reopens its file after a fatal error. Tests pass one that keeps a connection of their own.
    */
@@ -166,6 +173,12 @@ export class StoreFaultError extends Error {
 export function isFatalDuckDbError(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error);
   return /^(?:FATAL|INTERNAL) Error|database has been invalidated/.test(message);
+}
+
+/** The first line of an error's message. */
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n")[0] ?? message;
 }
 
 /** DuckDB's error when a statement needs more than its `memory_limit` (not fatal). */
@@ -227,6 +240,7 @@ export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<St
     maxSeriesPerEntity,
     seriesCacheEntries,
     new DuckDbMetrics(options.queryPartSamples, options.nativeResultMemory),
+    onDisk ? (options.blockCache ?? new BlockCache(config.memory_limit)) : undefined,
   );
 }
 
@@ -293,6 +307,8 @@ class DuckDbStore implements Store {
     seriesCacheEntries: number,
     /** The metric queries, with the zone offsets they have read. */
     private readonly metrics: DuckDbMetrics,
+    /** Trims DuckDB's cache of table blocks; undefined for `:memory:`. */
+    private readonly blockCache: BlockCache | undefined,
   ) {
     this.db = db;
     // By row of series, weighing the row's columns: the bound stays one of series.
@@ -354,9 +370,14 @@ class DuckDbStore implements Store {
    * reopening it (the caller's error still reaches the caller).
    */
   private noteError(error: unknown): void {
-    if (this.closed || this.fault !== undefined || !isFatalDuckDbError(error)) return;
-    const message = error instanceof Error ? error.message : String(error);
-    this.fault = { reason: message.split("\n")[0] ?? message };
+    if (!isFatalDuckDbError(error)) return;
+    this.faultWith(firstLine(error));
+  }
+
+  /** Marks the store as faulted for `reason` and starts reopening it. */
+  private faultWith(reason: string): void {
+    if (this.closed || this.fault !== undefined) return;
+    this.fault = { reason };
     this.reopenBackoff.reset();
     this.scheduleReopen(0);
   }
@@ -385,9 +406,8 @@ class DuckDbStore implements Store {
       this.fault = undefined;
       this.reopens += 1;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
       const delayMs = this.reopenBackoff.next();
-      this.fault = { reason: `reopening failed: ${message.split("\n")[0] ?? message}` };
+      this.fault = { reason: `reopening failed: ${firstLine(error)}` };
       if (!this.closed) this.scheduleReopen(delayMs);
     }
   }
@@ -534,8 +554,46 @@ class DuckDbStore implements Store {
       } catch (error) {
         if (isOutOfMemory(error)) await this.releaseMemory();
         throw error;
+      } finally {
+        await this.trimBlockCache();
       }
     });
+  }
+
+  /**
+   * Trims DuckDB's cache of table blocks (duckdb-block-cache.ts), from a write task (which holds the
+   * writer): when a check is due, the cache is over its bound, and the other queues have no task,
+   * which they then hold off until `memory_limit` is back. Never rejects; a `memory_limit` that could
+   * not be set back makes the store reopen its file.
+   */
+  private async trimBlockCache(): Promise<void> {
+    const cache = this.blockCache;
+    if (cache === undefined || this.closed || this.fault !== undefined) return;
+    const connection = this.writer;
+    const others = [this.reads, this.maintenance, this.pings];
+    if (others.some((q) => q.busy) || !cache.takeCheck()) return;
+    let size: { cached: number; used: number };
+    try {
+      size = await cache.read(connection);
+    } catch (error) {
+      this.noteError(error);
+      return;
+    }
+    // Looked at again: a task may have come while the sizes were read.
+    if (!cache.over(size.cached) || others.some((q) => q.busy)) return;
+    const trim = others.reduce<() => Promise<unknown>>(
+      (inner, queue) => () => queue.run(inner),
+      () => cache.trim(connection, size.cached, size.used),
+    );
+    try {
+      await trim();
+    } catch (error) {
+      if (isFatalDuckDbError(error)) this.noteError(error);
+      else
+        this.faultWith(
+          `memory_limit could not be set back after trimming the block cache: ${firstLine(error)}`,
+        );
+    }
   }
 
   /**
