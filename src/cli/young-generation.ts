@@ -10,8 +10,26 @@
  * `npm start`, a test) sees one process throughout. A process started with its own
  * `--max-semi-space-size` (in its arguments or NODE_OPTIONS) keeps it; on a Node without
  * `process.execve` (Node 20, whose bound is already 16 MB; Windows) the process runs as started.
+ *
+ * V8's flags hold for every isolate of the process, and the flag outranks a worker's own
+ * `resourceLimits`: with it, the hub's backfill parse worker had a new space of 32 MB instead of
+ * the 8 its limits ask for. So once the process runs, the flag is cleared
+ * (`workersOwnYoungGeneration`): the main isolate keeps the bound it started with, and isolates
+ * made later (workers) take their own limits.
+ *
+ * The same exec gives the process glibc's malloc tunable {@link MALLOC_TUNABLE} (`GLIBC_TUNABLES`,
+ * which glibc reads only when a process starts), unless the environment sets that tunable already.
+ * glibc raises its threshold for serving an allocation by `mmap` each time such a block is freed,
+ * up to 32 MiB, after which the large blocks of a backfill (bodies, slices, result chunks) come from
+ * its arenas, where freed pages stay resident between live ones; a fixed threshold turns that off,
+ * so a freed large block goes back to the system. The hub's peak in the peers backfill and query
+ * (bench/peers.bench.ts, Node 20 with the variable set by hand, one round each): 289 and 307 MiB
+ * against 326-333 and 353 at 20 rows, 329-334 and 365-372 against 351 and 407-410 at 100, for
+ * 0-5 % more CPU. On a Node without `process.execve` the operator sets the variable
+ * (docs/operations.md).
  */
-import { MAX_SEMI_SPACE_MB } from "../config/defaults.js";
+import { setFlagsFromString } from "node:v8";
+import { MALLOC_MMAP_THRESHOLD_BYTES, MAX_SEMI_SPACE_MB } from "../config/defaults.js";
 
 /** The commands that run until stopped (DESIGN 1), whose memory the bound is for. */
 export const SERVICE_COMMANDS: ReadonlySet<string> = new Set(["up", "hub", "gateway", "probe"]);
@@ -32,6 +50,22 @@ export function youngGenerationFlag(
   return `--max-semi-space-size=${maxSemiSpaceMb}`;
 }
 
+/** The glibc tunable a service process runs with (see the file comment). */
+export const MALLOC_TUNABLE = `glibc.malloc.mmap_threshold=${MALLOC_MMAP_THRESHOLD_BYTES}`;
+
+/**
+ * The `GLIBC_TUNABLES` a service process must be started again with, given the one it has, or
+ * undefined when it sets the threshold itself or the system is not Linux.
+ */
+export function mallocTunables(
+  current: string | undefined,
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
+  if (platform !== "linux") return undefined;
+  if (/(?:^|:)glibc\.malloc\.mmap_threshold=/.test(current ?? "")) return undefined;
+  return current === undefined || current === "" ? MALLOC_TUNABLE : `${current}:${MALLOC_TUNABLE}`;
+}
+
 type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) => never;
 
 /**
@@ -44,21 +78,41 @@ export function boundYoungGeneration(argv: readonly string[] = process.argv): vo
   if (command === undefined || !SERVICE_COMMANDS.has(command)) return;
   // @types/node follows Node 20, which has no process.execve.
   const execve = (process as { execve?: Execve }).execve;
-  if (typeof execve !== "function" || process.platform === "win32") return;
-  const flag = youngGenerationFlag(process.execArgv, process.env.NODE_OPTIONS);
-  if (flag === undefined) return;
-  try {
-    execve.call(
-      process,
-      process.execPath,
-      [process.execPath, ...process.execArgv, flag, ...argv.slice(1)],
-      process.env,
-    );
-  } catch (error) {
-    // Only a failed exec returns: the process goes on with V8's own bound.
-    process.stderr.write(
-      `vigil: could not start again with ${flag} (${error instanceof Error ? error.message : String(error)}); ` +
-        "running with this Node's own young generation\n",
-    );
+  if (typeof execve === "function" && process.platform !== "win32") {
+    const flag = youngGenerationFlag(process.execArgv, process.env.NODE_OPTIONS);
+    const tunables = mallocTunables(process.env.GLIBC_TUNABLES);
+    if (flag !== undefined || tunables !== undefined) {
+      const env = tunables === undefined ? process.env : { ...process.env, GLIBC_TUNABLES: tunables };
+      const flags = flag === undefined ? [] : [flag];
+      try {
+        execve.call(
+          process,
+          process.execPath,
+          [process.execPath, ...process.execArgv, ...flags, ...argv.slice(1)],
+          env,
+        );
+      } catch (error) {
+        // Only a failed exec returns: the process goes on as started.
+        process.stderr.write(
+          `vigil: could not start again with ${[...flags, `GLIBC_TUNABLES=${tunables ?? ""}`].join(" ")} ` +
+            `(${error instanceof Error ? error.message : String(error)}); running as started\n`,
+        );
+      }
+    }
   }
+  workersOwnYoungGeneration();
+}
+
+/**
+ * Clears `--max-semi-space-size` for the isolates made from now on, when the process was started
+ * with it: the main isolate keeps the bound it started with, and a worker takes the young
+ * generation of its own `resourceLimits` (see the file comment).
+ */
+export function workersOwnYoungGeneration(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions: string | undefined = process.env.NODE_OPTIONS,
+): boolean {
+  if (youngGenerationFlag(execArgv, nodeOptions) !== undefined) return false;
+  setFlagsFromString("--max-semi-space-size=0");
+  return true;
 }

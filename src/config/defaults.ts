@@ -331,6 +331,12 @@ export const HEAP_GROWING_PERCENT = 100; // percent
  * (docs/performance.md). 16 keeps Node 20's bound; the backfill's rate did not move with it.
  */
 export const MAX_SEMI_SPACE_MB = 16; // MB
+/**
+ * glibc's threshold from which malloc serves a block by `mmap`, fixed for the service processes
+ * (`GLIBC_TUNABLES`, young-generation.ts): glibc's own starting value, which a fixed setting keeps
+ * from growing, so large freed blocks go back to the system (docs/performance.md).
+ */
+export const MALLOC_MMAP_THRESHOLD_BYTES = 131_072; // bytes
 /** A batch is closed once its changes are estimated at this size (one change may exceed it). */
 export const LINK_BATCH_TARGET_BYTES = 128 * 1024; // 128 KiB (estimate, UTF-16 code units)
 /**
