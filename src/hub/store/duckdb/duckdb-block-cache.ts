@@ -35,12 +35,6 @@ export function memoryLimitSql(bytes: number): string {
   return `SET memory_limit = '${Math.max(1, Math.ceil(bytes / 1024))}KiB'`;
 }
 
-/** What one trim did: the cache before, and whether DuckDB reached the lower limit. */
-export interface TrimOutcome {
-  readonly cachedBytes: number;
-  readonly reached: boolean;
-}
-
 /**
  * When to look at the cache, and the trim itself. `memoryLimit` is the store's own setting (e.g.
  * "384MB"), set back after each trim.
@@ -81,18 +75,15 @@ export class BlockCache {
    * instance; `memory_limit` is back at the store's setting when this settles, or it rejects with
    * the error of setting it back (the caller treats the instance as lost).
    */
-  async trim(connection: DuckDBConnection, cached: number, used: number): Promise<TrimOutcome> {
+  async trim(connection: DuckDBConnection, cached: number, used: number): Promise<void> {
     this.trims += 1;
-    let reached = true;
     try {
       await connection.run(memoryLimitSql(used - (cached - this.keepBytes)));
     } catch {
       // "Could not free up enough memory for the new limit": DuckDB evicted what it could (blocks
       // pinned by a statement's result stay) and kept the limit; or the statement after the new
       // limit had no room. Either way the limit is set back below.
-      reached = false;
     }
     await connection.run(`SET memory_limit = '${this.memoryLimit.replaceAll("'", "''")}'`);
-    return { cachedBytes: cached, reached };
   }
 }

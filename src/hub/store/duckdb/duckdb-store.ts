@@ -221,8 +221,8 @@ function closeConnections(db: Connections): void {
 export async function createDuckDbStore(options: DuckDbStoreOptions): Promise<Store> {
   const { maxSeriesPerEntity, seriesCacheEntries } = seriesLimits(options);
   const onDisk = options.path !== ":memory:";
-  // The store holds every message's contents: its folder is 0700 and a file it creates 0600 (issue
-  // 10; docs/security.md); an existing file keeps its mode, and the hub's start check warns if loose.
+  // The store holds every message's contents: its folder is 0700 and a file it creates 0600
+  // (docs/security.md); an existing file keeps its mode, and the hub's start check warns if loose.
   if (onDisk) await mkdir(dirname(options.path), { recursive: true, mode: 0o700 });
   const created = onDisk && !existsSync(options.path);
   const machine = duckDbMachineSettings();
