@@ -173,12 +173,22 @@ describe("fault: a full disk", {
     await eventually(async () => ((await fileTarget()).buffered === 0 ? true : undefined), 30_000);
 
     // Every line whole; every acknowledged value there once (no probe reconnect here: no snapshot).
-    const values = ndjsonLines(file)
-      .map(
-        (m) => m as { type: string; data: { target: { dataview?: string }; row?: Record<string, string> } },
-      )
-      .filter((m) => m.type === "table" && m.data.target.dataview === "filesink" && m.data.row !== undefined)
-      .map((m) => Number(m.data.row?.[PUSH.column]));
+    // The last values the probe acknowledged may still be on their way to the gateway when its file
+    // target is empty, so the file is read until they are there (or the wait ends and it fails).
+    const fileValues = () =>
+      ndjsonLines(file)
+        .map(
+          (m) => m as { type: string; data: { target: { dataview?: string }; row?: Record<string, string> } },
+        )
+        .filter(
+          (m) => m.type === "table" && m.data.target.dataview === "filesink" && m.data.row !== undefined,
+        )
+        .map((m) => Number(m.data.row?.[PUSH.column]));
+    await eventually(
+      async () => (missingFrom(fileValues(), pusher.acknowledged).length === 0 ? true : undefined),
+      30_000,
+    ).catch(() => undefined);
+    const values = fileValues();
     assert.deepEqual(missingFrom(values, pusher.acknowledged), [], "every acknowledged value is in the file");
     assert.deepEqual(duplicatesIn(values), [], "no value written twice");
     console.log(
