@@ -246,14 +246,38 @@ function unstorableTime(message: PublicV2Message): string | undefined {
     : `/data/${field}: '${text}' is not a time vigil can store`;
 }
 
-/** The JSON pointer of the first string (key or value) holding a lone surrogate, if any. */
-function illFormedString(value: unknown, path = ""): string | undefined {
+/**
+ * The JSON pointer of the first string (key or value) holding a lone surrogate, if any. The walk
+ * makes no pointer text until it has found one: a message that passes (nearly every message) costs
+ * one `isWellFormed` per string and nothing else.
+ */
+function illFormedString(value: unknown): string | undefined {
+  return wellFormedDeep(value) ? undefined : illFormedAt(value, "");
+}
+
+/** Whether every string of `value`, keys included, at any depth, is well-formed. */
+function wellFormedDeep(value: unknown): boolean {
+  if (typeof value === "string") return isWellFormed(value);
+  if (typeof value !== "object" || value === null) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!wellFormedDeep(value[i])) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!isWellFormed(key) || !wellFormedDeep(record[key])) return false;
+  }
+  return true;
+}
+
+/** {@link illFormedString}'s pointer, for a value known to hold an ill-formed string. */
+function illFormedAt(value: unknown, path: string): string | undefined {
   if (typeof value === "string") return isWellFormed(value) ? undefined : path || "/";
   if (typeof value !== "object" || value === null) return undefined;
   for (const [key, inner] of Object.entries(value)) {
     const at = `${path}/${key}`;
     if (!isWellFormed(key)) return at;
-    const found = illFormedString(inner, at);
+    const found = illFormedAt(inner, at);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -308,6 +308,24 @@ describe("Ingester", () => {
     assert.equal(result.stored, 1);
   });
 
+  test("a lone surrogate in a key, or deep in a message, is rejected with the pointer to it", async () => {
+    const fake = new FakeStore();
+    const ingester = new Ingester(fake.asStore(), logger);
+    const result = await ingester.ingest([
+      { id: undefined, message: table("a", { "k\uDC00": "1" }) },
+      { id: undefined, message: table("b", { v: "1", w: "2\uD83D" }) },
+      { id: undefined, message: table("c", { v: "paired \uD83D\uDE00 emoji" }) },
+    ]);
+    assert.deepEqual(
+      result.rejected.map((r) => [r.index, /at (\S+)$/.exec(r.reason)?.[1]]),
+      [
+        [0, "/data/row/k\uDC00"],
+        [1, "/data/row/w"],
+      ],
+    );
+    assert.equal(result.stored, 1);
+  });
+
   test("a store outage is thrown (the consumer retries); nothing is claimed or cached meanwhile", async () => {
     const fake = new FakeStore();
     fake.down = 1;
