@@ -131,7 +131,7 @@ const ROWS = {
     [
       "full-aggregation query ms through POST /v0/metrics/query, DuckDB",
       r.duckdb_grid_http_query_ms,
-      `${r.duckdb_grid_handwritten_query_ms} hand SQL`,
+      `${r.duckdb_grid_http_handwritten_query_ms} hand SQL`,
       r.duckdb_grid_http_over_handwritten,
       "≤ 1.5×",
       r.duckdb_grid_http_over_handwritten <= 1.5,
