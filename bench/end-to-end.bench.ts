@@ -13,8 +13,10 @@
  *    connections from a child process (bench/load-child.ts) PUT one row each (its 10 numeric cells,
  *    new values each time) to `…/dataview/dv/row/rN`, the rows cycling. Figures: accepted PUTs per
  *    second (goal 20 000, i.e. 200 000 cells/s), the share answered 503 (goal < 1 %), PUT latency
- *    (goal p99 < 20 ms), the distinct 503 bodies (each must name the limit that tripped), the
- *    cells queryable after the load (every accepted one must be), and the CPU per answered PUT of
+ *    (goal p99 < 20 ms), the share of PUTs the probe held for room in its outgoing buffer (its
+ *    `vigil_probe_ingest_waited_requests_total`), the distinct 503 bodies (each must name the
+ *    limit that tripped), the cells queryable after the load (every accepted one must be), and
+ *    the CPU per answered PUT of
  *    `vigil up` and of the client (every thread, user and system): steadier than the rates on a
  *    shared machine, and what says how far two cores can carry the load.
  *
@@ -48,6 +50,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { NATS_URL, NatsAdmin, natsReachable } from "../test/helpers/nats.js";
+import { parseExposition } from "../test/helpers/prometheus-text.js";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { type LoadRequest, loadInChild, percentiles, send } from "./load.js";
 import { PeakMemory } from "./process-memory.js";
@@ -869,6 +872,13 @@ function rowBody(r: number, v: number): string {
   return `${body}}`;
 }
 
+/** The probe's `vigil_probe_ingest_waited_requests_total`, or NaN when its metrics cannot be read. */
+async function waitedRequests(agent: Agent, probe: string): Promise<number> {
+  const r = await send(agent, new URL("/metrics", probe), "GET", undefined, { keepBody: true });
+  if (r.status !== 200 || r.body === undefined) return Number.NaN;
+  return parseExposition(r.body).value("vigil_probe_ingest_waited_requests_total") ?? Number.NaN;
+}
+
 /** The `up-rows` configuration (see the module comment): row updates through `vigil up`. */
 async function runRowPuts(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "vigil-bench-up-rows-"));
@@ -898,6 +908,7 @@ async function runRowPuts(): Promise<Record<string, unknown>> {
     // ones; the drain below is not counted): steadier than the rate when other work shares the cores.
     const cpuUsPerPut = Math.round(((up.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, result.requests));
     for (const service of services) service.sampleMemory();
+    const waited = await waitedRequests(agent, started.probe);
     const acceptedCells = CELLS_PER_PUT + result.ok * COLUMNS;
     const { count, drained } = await drain(agent, started.hub, fromMs, acceptedCells, loadEnd, queries);
     const rejected = result.statuses["503"] ?? 0;
@@ -920,6 +931,8 @@ async function runRowPuts(): Promise<Record<string, unknown>> {
       accepted_cells_per_second: perSecond * COLUMNS,
       rejected503: rejected,
       rejected_share: Math.round(rejectedShare * 10_000) / 10_000,
+      // Requests the probe held for room in its outgoing buffer (taken later, or refused after 250 ms).
+      waited_share: Math.round((waited / Math.max(1, result.requests)) * 10_000) / 10_000,
       statuses: result.statuses,
       put_latency_ms: result.latencyMs,
       up_cpu_us_per_put: cpuUsPerPut,

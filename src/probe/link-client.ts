@@ -108,6 +108,8 @@ export interface LinkClientStatus {
   /** Ingest requests waiting for room in the outgoing buffer, and the bytes of their bodies. */
   readonly waitingRequests: number;
   readonly waitingBytes: number;
+  /** Ingest requests that have waited for room since the probe started (taken or refused after). */
+  readonly waitedRequests: number;
 }
 
 interface Session {
@@ -164,6 +166,7 @@ export class ProbeLinkClient {
   /** Ingest requests in `whenCapacity` and the bytes of their bodies (bounded, see there). */
   private waitingRequests = 0;
   private waitingBytes = 0;
+  private waitedRequests = 0;
 
   constructor(private readonly options: LinkClientOptions) {
     this.log = options.logger.child({ component: "probe-link", gatewayLink: options.connector.description });
@@ -226,6 +229,7 @@ export class ProbeLinkClient {
       const until = Date.now() + this.backlogWaitMs;
       this.waitingRequests += 1;
       this.waitingBytes += bodyBytes;
+      this.waitedRequests += 1;
       try {
         while (!this.hasCapacity() && !this.stopped) {
           const left = until - Date.now();
@@ -291,6 +295,7 @@ export class ProbeLinkClient {
       connections: this.connections,
       waitingRequests: this.waitingRequests,
       waitingBytes: this.waitingBytes,
+      waitedRequests: this.waitedRequests,
     };
   }
 

@@ -137,6 +137,14 @@ export function registerProbeMetrics(registry: Registry, sources: ProbeMetricsSo
   );
   readCounter(
     registry,
+    {
+      name: "vigil_probe_ingest_waited_requests_total",
+      help: "Ingest requests that waited for room in the outgoing buffer (then taken, or answered 503 after 250 ms)",
+    },
+    () => sources.link().waitedRequests,
+  );
+  readCounter(
+    registry,
     { name: "vigil_probe_link_connections_total", help: "Connections made to the gateway" },
     () => sources.link().connections,
   );

@@ -325,6 +325,7 @@ for (const transport of transports) {
         assert.equal((await s.call("PUT", `${DV}/row/a`, { v: filled })).status, 200);
         await new Promise((resolve) => setImmediate(resolve));
       }
+      const waitedBefore = s.probe.linkStatus().waitedRequests;
       const waiting = Array.from({ length: 40 }, (_, i) => s.call("PUT", `${DV}/row/a`, { v: 1000 + i }));
       await eventually(() => s.probe.linkStatus().waitingRequests === 40, "every request to wait");
       assert.equal(s.probe.linkStatus().outgoing, 2, "nobody passed the bound while waiting");
@@ -339,6 +340,7 @@ for (const transport of transports) {
       await eventually(() => s.idle(), "the backlog to drain");
       assert.equal(s.probe.linkStatus().waitingRequests, 0);
       assert.equal(s.probe.linkStatus().waitingBytes, 0);
+      assert.equal(s.probe.linkStatus().waitedRequests - waitedBefore, 40, "each wait counted once");
       // Every accepted value is a sample: each PUT is published once, none coalesced.
       const values = s.publisher.messages
         .slice(from)

@@ -87,6 +87,8 @@ test("beyond maxWaitingRequests a request is refused at once; the waiting ones a
   assert.equal(probe.linkStatus().outgoing, 1, "a refused request changed nothing");
   const scrape = await probe.http.inject({ method: "GET", url: "/metrics" });
   assert.equal(parseExposition(scrape.body).value("vigil_probe_ingest_waiting_requests"), 3);
+  // The seven refused at once never waited: only the three that wait are counted.
+  assert.equal(parseExposition(scrape.body).value("vigil_probe_ingest_waited_requests_total"), 3);
 
   publisher.setReady(true);
   const all = await Promise.all(sent);
@@ -94,6 +96,7 @@ test("beyond maxWaitingRequests a request is refused at once; the waiting ones a
   await eventually(() => probe.linkStatus().outgoing === 0, "the backlog to drain");
   assert.equal(probe.linkStatus().waitingRequests, 0);
   assert.equal(probe.linkStatus().waitingBytes, 0);
+  assert.equal(probe.linkStatus().waitedRequests, 3, "the counter keeps the waits that ended");
 });
 
 test("waiting bodies are bounded by their bytes together; one may wait whatever its size when none does", async () => {
