@@ -10,7 +10,7 @@ import { resource } from "../../http/routes.js";
 import { AGGREGATIONS } from "../query/aggregations.js";
 import { parseCellReference, parseMetricQuery } from "../query/metric-query.js";
 import { asBadRequest, checkMetricQueryShape } from "../query/metric-query-schema.js";
-import { metricResponseText } from "../query/metric-response.js";
+import { metricResponseBytes } from "../query/metric-response.js";
 import type { CellSelector, Store } from "../store/store.js";
 import { selectEntities } from "./entities-routes.js";
 import { entityIdParam, integerParam, queryParam, timeParam } from "./query-params.js";
@@ -37,7 +37,7 @@ export function registerMetricRoutes(
     // The store has answered (its errors are answered as such above); the response is written as it
     // is made, a piece at a time as the connection takes it, never held whole.
     reply.type("application/json; charset=utf-8");
-    return Readable.from(metricResponseText(parsed, batches, columnSchema), { objectMode: false });
+    return Readable.from(metricResponseBytes(parsed, batches, columnSchema), { objectMode: false });
   };
   // The seed shows the metric query under both prefixes; both are served by one handler (DESIGN 5.1).
   resource(app, "/v0/metrics/query", { POST: query });

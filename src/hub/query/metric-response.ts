@@ -105,8 +105,27 @@ function finite(value: number | null | undefined): number | null {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
-/** Answer elements written out as one piece of the response's text (about 100 KiB of JSON). */
-export const PIECE_ELEMENTS = 512; // elements
+/**
+ * About how many bytes of JSON one piece of the response holds ({@link pieceElements}). A piece's
+ * text is made by one `JSON.stringify` and encoded once: pieces of about 64 KiB stay in V8's young
+ * generation and are encoded from flat strings. The full-aggregation query of the store-query bench
+ * (13 MB of JSON) took 80–95 ms to make and encode in such pieces against 160–215 ms in pieces of
+ * 512 elements (1.1 MB each), whose strings went to V8's large-object space.
+ */
+export const PIECE_BYTES = 64 * 1024; // bytes
+/** The estimated JSON of one element: its bucket and group, each identifier's key, each value. */
+const ELEMENT_BYTES = 96; // bytes
+const IDENTIFIER_BYTES = 24; // bytes
+const VALUE_BYTES = 24; // bytes
+
+/**
+ * How many answer elements make one piece of the response (about {@link PIECE_BYTES}) for a query
+ * of `metrics` identifiers and `aggregations` labels.
+ */
+export function pieceElements(metrics: number, aggregations: number): number {
+  const estimate = ELEMENT_BYTES + metrics * (IDENTIFIER_BYTES + VALUE_BYTES * aggregations);
+  return Math.max(1, Math.floor(PIECE_BYTES / estimate));
+}
 
 type DataElement = MetricResponse["data"][number];
 
@@ -136,7 +155,7 @@ export function metricResponseSchema(
 
 /**
  * The data elements of a metric query's response from the store's rows (store.ts
- * `MetricRowBatches`: in the answer's order), at most {@link PIECE_ELEMENTS} an array, each array
+ * `MetricRowBatches`: in the answer's order), at most {@link pieceElements} an array, each array
  * made as its batch is read. Rows with the same bucket and group merge into one element, which holds
  * every identifier of the query and every aggregation label: an identifier without a row there has
  * `svc.count` 0 and null elsewhere, and non-finite numbers become null; a later row of the same
@@ -158,7 +177,7 @@ export function* metricElements(
 
 /**
  * The merge of {@link metricElements}, a batch of rows at a time: `add` answers the arrays of
- * {@link PIECE_ELEMENTS} elements the batch completed, `end` the elements left after the last.
+ * {@link pieceElements} elements the batch completed, `end` the elements left after the last.
  */
 function elementMerger(query: ParsedMetricQuery): {
   add(rows: readonly MetricQueryRow[]): DataElement[][];
@@ -213,6 +232,7 @@ function elementMerger(query: ParsedMetricQuery): {
   let labelMs = Number.NaN;
   let label = "";
   const format = query.bucket.kind === "count" ? formatInZoneMillis : formatInZone;
+  const perPiece = pieceElements(query.metrics.length, query.aggregations.length);
   let piece: DataElement[] = [];
   const close = (element: Element): void => {
     for (const metric of query.metrics) element.metrics[metric.identifier] ??= emptyValues();
@@ -236,7 +256,7 @@ function elementMerger(query: ParsedMetricQuery): {
             );
           }
           close(open);
-          if (piece.length >= PIECE_ELEMENTS) {
+          if (piece.length >= perPiece) {
             full.push(piece);
             piece = [];
           }
@@ -261,31 +281,38 @@ function elementMerger(query: ParsedMetricQuery): {
 }
 
 /**
- * The response of a metric query as JSON text, piece by piece (one per {@link metricElements}
- * array), for writing out as it is made: `{"schema":…,"data":[…]}`, the text `JSON.stringify` makes
- * of the whole response, without the whole held at once.
+ * The response of a metric query as UTF-8 JSON, piece by piece (one per {@link metricElements}
+ * array), for writing out as it is made: `{"schema":…,"data":[…]}`, the bytes of the text
+ * `JSON.stringify` makes of the whole response, without the whole held at once. Each array's text
+ * is encoded as it is, its `[` made the `,` between pieces and its `]` left out, so no piece's text
+ * is copied to cut it.
  */
-export async function* metricResponseText(
+export async function* metricResponseBytes(
   query: ParsedMetricQuery,
   batches: MetricRowBatches,
   columnSchema: (selector: CellSelector) => ColumnSchema | undefined,
-): AsyncGenerator<string> {
-  yield `{"schema":${JSON.stringify(metricResponseSchema(query, columnSchema))},"data":[`;
+): AsyncGenerator<Buffer> {
+  yield Buffer.from(`{"schema":${JSON.stringify(metricResponseSchema(query, columnSchema))},"data":[`);
   let first = true;
-  const text = (elements: DataElement[]): string => {
-    const json = JSON.stringify(elements);
-    const piece = first ? json.slice(1, -1) : `,${json.slice(1, -1)}`;
-    first = false;
-    return piece;
+  const bytes = (elements: DataElement[]): Buffer => {
+    const json = Buffer.from(JSON.stringify(elements));
+    if (first) {
+      first = false;
+      return json.subarray(1, -1);
+    }
+    json[0] = COMMA;
+    return json.subarray(0, -1);
   };
   const merge = elementMerger(query);
-  for await (const rows of batches) for (const elements of merge.add(rows)) yield text(elements);
+  for await (const rows of batches) for (const elements of merge.add(rows)) yield bytes(elements);
   const last = merge.end();
-  if (last.length > 0) yield text(last);
-  yield "]}";
+  if (last.length > 0) yield bytes(last);
+  yield Buffer.from("]}");
 }
 
-/** The whole response of a metric query as one object ({@link metricResponseText} is its text). */
+const COMMA = 0x2c;
+
+/** The whole response of a metric query as one object ({@link metricResponseBytes} is its text). */
 export function buildMetricResponse(
   query: ParsedMetricQuery,
   rows: readonly MetricQueryRow[],

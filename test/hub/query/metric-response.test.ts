@@ -6,8 +6,8 @@ import { type ParsedMetricQuery, parseMetricQuery } from "../../../src/hub/query
 import {
   buildMetricResponse,
   compareCodePoints,
-  metricResponseText,
-  PIECE_ELEMENTS,
+  metricResponseBytes,
+  pieceElements,
 } from "../../../src/hub/query/metric-response.js";
 import { formatInZone } from "../../../src/hub/query/zone.js";
 import type { CellSelector, MetricQueryRow, MetricRowBatches } from "../../../src/hub/store/store.js";
@@ -253,13 +253,14 @@ describe("buildMetricResponse data", () => {
   test("the text is the whole response's JSON, written in pieces", async () => {
     const text = async (batches: MetricRowBatches): Promise<string[]> => {
       const pieces: string[] = [];
-      for await (const piece of metricResponseText(q, batches, schemaOf)) pieces.push(piece);
+      for await (const piece of metricResponseBytes(q, batches, schemaOf))
+        pieces.push(piece.toString("utf8"));
       return pieces;
     };
     const q = query({ grouping: ["rowname"], aggregations: ["svc.count", "svc.max"] });
     const rows: MetricQueryRow[] = [];
     for (let h = 0; h < 3; h++) {
-      for (let r = 0; r < PIECE_ELEMENTS; r++) {
+      for (let r = 0; r < pieceElements(q.metrics.length, q.aggregations.length); r++) {
         const group = { rowname: `r${String(r).padStart(4, "0")}` };
         rows.push(row(`2026-03-29T0${h}:00:00Z`, "lat", { "svc.count": r, "svc.max": r / 3 }, group));
         if (r % 3 === 0)
@@ -280,6 +281,28 @@ describe("buildMetricResponse data", () => {
     })();
     assert.equal((await text(later)).join(""), pieces.join(""));
     assert.equal((await text([])).join(""), JSON.stringify(buildMetricResponse(q, [], schemaOf)));
+  });
+
+  test("pieces of names outside ASCII are the UTF-8 bytes of the whole response", async () => {
+    const q = query({ grouping: ["rowname"], aggregations: ["svc.count"] });
+    // Names of 1 to 4 UTF-8 bytes a character, sorted by code point as a store answers them.
+    const names = ["a", "\u00e9", "\u20ac", "\u{1f600}", 'quote"back\\slash'];
+    const groups = Array.from({ length: 2 * pieceElements(q.metrics.length, 1) + 7 }, (_, i) =>
+      names.map((n) => `${n}${String(i).padStart(5, "0")}`),
+    )
+      .flat()
+      .sort(compareCodePoints);
+    const rows = groups.map((rowname, i) =>
+      row("2026-03-29T00:00:00Z", "q", { "svc.count": i }, { rowname }),
+    );
+    const pieces: Buffer[] = [];
+    for await (const piece of metricResponseBytes(q, [rows.slice(0, 100), rows.slice(100)], schemaOf)) {
+      pieces.push(piece);
+    }
+    assert.ok(pieces.length > 4, "several pieces");
+    const whole = JSON.stringify(buildMetricResponse(q, rows, schemaOf));
+    assert.ok(Buffer.concat(pieces).equals(Buffer.from(whole, "utf8")));
+    assert.deepEqual(JSON.parse(Buffer.concat(pieces).toString("utf8")), JSON.parse(whole));
   });
 
   test("code-point order is the order of the strings' UTF-8 bytes (property)", () => {
