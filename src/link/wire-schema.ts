@@ -11,7 +11,15 @@
  * error names the one branch that applies. Unknown fields are errors everywhere: a newer gateway
  * says so with its version.
  */
-import { Ajv2020, type ErrorObject, type JSONSchemaType, type ValidateFunction } from "ajv/dist/2020.js";
+import {
+  _,
+  Ajv2020,
+  type CodeKeywordDefinition,
+  type ErrorObject,
+  type JSONSchemaType,
+  type KeywordCxt,
+  type ValidateFunction,
+} from "ajv/dist/2020.js";
 import { SEVERITIES } from "../messages/types.js";
 import { type GatewayFrame, LINK_ERROR_CODES } from "./protocol.js";
 import type {
@@ -23,8 +31,8 @@ import type {
 } from "./wire-setup.js";
 
 // Lengths are UTF-16 code units, as `String.length` and every other check of vigil's count them
-// (the validator is compiled with `unicode: false`), so a name of astral characters meets the same
-// bound here as where it entered.
+// (the validator's own `maxLength`, {@link UTF16_MAX_LENGTH}), so a name of astral characters meets
+// the same bound here as where it entered.
 /** Longest name from the setup or of the gateway. */
 const WIRE_MAX_NAME_LENGTH = 1024; // UTF-16 code units
 /** Longest free text: attribute values, paths, patterns, error messages. */
@@ -254,18 +262,31 @@ export const GATEWAY_FRAME_SCHEMA = {
 let compiled: ValidateFunction<GatewayFrame> | undefined;
 
 /**
+ * `maxLength` counted in UTF-16 code units (`String.length`), where ajv's own counts code points;
+ * its errors are shaped as ajv's (`params.limit`). It replaces ajv's keyword in the frame validator.
+ */
+const UTF16_MAX_LENGTH: CodeKeywordDefinition = {
+  keyword: "maxLength",
+  type: "string",
+  schemaType: "number",
+  error: {
+    message: ({ schemaCode }) => _`"must NOT have more than " + ${schemaCode} + " characters"`,
+    params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
+  },
+  code(cxt: KeywordCxt) {
+    cxt.fail(_`${cxt.data}.length > ${cxt.schemaCode}`);
+  },
+};
+
+/**
  * The compiled validator of {@link GATEWAY_FRAME_SCHEMA}: it stops at the first error (a frame is
  * refused whole), and narrows a frame that passes to `GatewayFrame`.
  */
 export function gatewayFrameValidator(): ValidateFunction<GatewayFrame> {
   if (compiled === undefined) {
-    const ajv = new Ajv2020({
-      discriminator: true,
-      strict: true,
-      allErrors: false,
-      verbose: true,
-      unicode: false,
-    });
+    const ajv = new Ajv2020({ discriminator: true, strict: true, allErrors: false, verbose: true });
+    ajv.removeKeyword("maxLength");
+    ajv.addKeyword(UTF16_MAX_LENGTH);
     compiled = ajv.compile(GATEWAY_FRAME_SCHEMA);
   }
   return compiled;

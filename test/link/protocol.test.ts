@@ -202,7 +202,7 @@ const gatewayFrames: [string, unknown, RegExp | undefined][] = [
   [
     "error with a message of 16 386 UTF-16 units (8 193 characters)",
     { type: "error", code: "UNKNOWN_PROBE", message: "😀".repeat(8193) },
-    /error.message/,
+    /error\.message: longer than 16384 characters/,
   ],
   ["an unknown type", { type: "changes", seq: 1, changes: [] }, /unknown frame type "changes"/],
 ];
