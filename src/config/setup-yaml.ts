@@ -3,7 +3,17 @@
  * checks, and each issue they find is placed back on the line and column of the key or value it
  * names, so `vigil validate` can say "(line 3, column 3)".
  */
-import { type Document, isAlias, isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
+import {
+  type Document,
+  isAlias,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+} from "yaml";
 import { formatPath, type RawIssue, type Segment, SetupError, type SetupIssue } from "./setup-issues.js";
 
 /** The YAML as data, with a way back from a path in the data to a place in the text. */
@@ -40,6 +50,25 @@ export function readSetupYaml(yamlText: string, source?: string): SetupYaml {
       }),
     );
   }
+
+  // A key that is a list, a mapping or binary data (`? [a, b]: x`, `!!binary aGk=: x`) has no place
+  // in a setup, and as data it would become its YAML text (with a process warning from `yaml`):
+  // refused here, where it is.
+  const keys: SetupIssue[] = [];
+  visit(doc, {
+    Pair(_, pair) {
+      const key = isAlias(pair.key) ? pair.key.resolve(doc) : pair.key;
+      if (!isNode(key) || (isScalar(key) && (key.value === null || typeof key.value !== "object"))) return;
+      const at = rangeStart(pair.key);
+      const { line, col } = lineCounter.linePos(at ?? 0);
+      keys.push({
+        path: prefix(""),
+        message: `a key at line ${line}, column ${col} is a list, a mapping or binary data; keys are names`,
+        ...(at === undefined ? {} : { line, column: col }),
+      });
+    },
+  });
+  if (keys.length > 0) throw new SetupError(keys);
 
   let data: unknown;
   try {

@@ -212,6 +212,9 @@ describe("parseSetup: invalid setups report every issue with its path", () => {
     ["YAML syntax error names line and column", "gateway:\n  name: G\n  port: [1, 2\n", [["", "YAML syntax error at line 4, column 1"]]],
     ["too many aliases (billion laughs) are refused", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]", [["", "the YAML cannot be read: Excessive alias count"]]],
     ["duplicate YAML keys are a syntax error", "gateway:\n  name: G\n  name: H\n", [["", "at line 3, column 3: Map keys must be unique"]]],
+    ["a key that is a list is refused where it is", "gateway:\n  name: G\n  ? [a, b]\n  : x\n", [["", "a key at line 3, column 5 is a list, a mapping or binary data"]]],
+    ["a key that is an alias of a mapping is refused", "a: &m {x: 1}\ngateway: {name: G, *m : y}\n", [["", "a key at line 2, column 20 is a list, a mapping or binary data"]]],
+    ["a key of binary data is refused", "gateway:\n  name: G\n  !!binary aGk= : x\n", [["", "a key at line 3, column 12 is a list, a mapping or binary data"]]],
   ];
   for (const [name, yaml, expected] of cases) {
     test(name, () => {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
-import Fastify, { type FastifyBaseLogger } from "fastify";
+import Fastify, { type FastifyBaseLogger, LogController } from "fastify";
 import { pino } from "pino";
 import { VigilError } from "../../src/errors/catalog.js";
 import { installErrorHandling } from "../../src/http/error-handler.js";
@@ -22,7 +22,7 @@ async function appLogging() {
   });
   const app = Fastify({
     loggerInstance: pino({ level: "info" }, sink) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorHandling(app);
   app.get("/busy", () => {
