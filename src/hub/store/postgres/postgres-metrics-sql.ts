@@ -80,6 +80,11 @@ export interface PgMetricSql extends PgStatement {
   readonly groupColumns: readonly GroupColumn[];
   /** Aggregation labels, in order: the output columns `a0`, `a1`, … */
   readonly labels: readonly string[];
+  /**
+   * How many arrays the aggregate keeps per group (`vals`, `tss`): the aggregates whose state is
+   * `internal`, which PostgreSQL's planner sizes at 8 kB a group (postgres-metrics.ts `metricWorkMem`).
+   */
+  readonly keptArrays: number;
 }
 
 /** Epoch ms of 4713-11-24 BC (PostgreSQL's earliest timestamptz) and of 294276 AD, with margin. */
@@ -290,6 +295,9 @@ const AGGREGATIONS: Record<AggregationName, (c: AggregationContext) => Aggregati
   }),
 };
 
+/** The kept columns that are arrays (`array_agg`, whose state is `internal`). */
+const KEPT_ARRAYS: readonly KeptColumn[] = ["vals", "tss"];
+
 /** The aggregate's expression of each kept column: values in the order percentiles need. */
 const KEPT: Record<KeptColumn, (strategy: PgAggregateStrategy) => string> = {
   n: () => "count(value)",
@@ -483,7 +491,13 @@ FROM agg
 WHERE agg.gid > 0
 ORDER BY agg.bucket_ms, agg.gid`;
 
-  return { text, params, groupColumns: groups, labels: plan.aggregations.map((a) => a.label) };
+  return {
+    text,
+    params,
+    groupColumns: groups,
+    labels: plan.aggregations.map((a) => a.label),
+    keptArrays: KEPT_ARRAYS.filter((k) => kept.has(k)).length,
+  };
 }
 
 /**

@@ -12,12 +12,22 @@
  * connection runs next): JIT off — compiling the statement's expressions cost about 200 ms, more
  * than it saves on a scan of a few million rows — and `work_mem` large enough that the hash
  * aggregate holds the values of the groups of {@link PERCENTILE_HASH_MAX_SAMPLES} samples without
- * spilling, and that the sorted strategy above it sorts in bigger runs.
+ * spilling, and that the sorted strategy above it sorts in bigger runs; more for a hash aggregate
+ * of many groups that keeps arrays ({@link metricWorkMem}).
  */
 import type { Sql } from "postgres";
 import { asEpochMs } from "../../../ids.js";
 import { splitInstant } from "../core/bucket-grid.js";
-import { fixedZoneOffsets, parseZone, type ScanWindow, type ZoneOffsets } from "../core/zone-offsets.js";
+import {
+  DAY_MS,
+  fixedZoneOffsets,
+  HOUR_MS,
+  MINUTE_MS,
+  parseZone,
+  type ScanWindow,
+  WEEK_MS,
+  type ZoneOffsets,
+} from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricQueryRow } from "../store.js";
 import { closedSafe } from "./postgres-closed.js";
 import { CHUNK_MS } from "./postgres-compaction.js";
@@ -32,10 +42,79 @@ import {
   readZoneOffsets,
   scanWindows,
 } from "./postgres-metrics-sql.js";
-import { partitionName, WEEK_MS, weekStart } from "./postgres-partitions.js";
+import { partitionName, weekStart } from "./postgres-partitions.js";
 
-/** `work_mem` of a metric query's transaction (see the file comment). */
-export const METRIC_QUERY_WORK_MEM = "64MB";
+const MIB = 1024 * 1024;
+/** The least and most `work_mem` of a metric query's transaction ({@link metricWorkMem}). */
+export const METRIC_QUERY_WORK_MEM_MIN = 64 * MIB; // bytes
+export const METRIC_QUERY_WORK_MEM_MAX = 256 * MIB; // bytes
+/**
+ * `hash_mem_multiplier` of a metric query's transaction: PostgreSQL's default, set so that
+ * {@link metricWorkMem}'s arithmetic holds whatever the server's own setting.
+ */
+export const METRIC_QUERY_HASH_MEM_MULTIPLIER = 2;
+/**
+ * The planner's size of one group's state of an aggregate whose state is `internal` (the kept
+ * arrays' `array_agg`), whatever the group holds: PostgreSQL 15 takes ALLOCSET_DEFAULT_INITSIZE.
+ */
+const PG_INTERNAL_STATE_BYTES = 8192;
+/** A group's entry besides such states (keys, hash entry, the float8 states), rounded up. */
+const PG_GROUP_ENTRY_BYTES = 1024;
+
+/**
+ * The `work_mem` (bytes) of a statement whose hash aggregate makes about `groups` groups, each
+ * keeping `keptArrays` arrays. A hash aggregate spills to disk once it holds more groups than
+ * `work_mem × hash_mem_multiplier` divided by the planner's size of a group (8 kB for each kept
+ * array), although a group of a 5-minute bucket of 10 s samples with values and times kept takes
+ * about 1.5 kB: the store-query bench's full aggregation (two statements of 28 800 groups) spilled
+ * 32 MB each at 64 MB and took 1.73 s a statement, against 1.44 s without spilling (psql, three
+ * rounds of three). So `work_mem` holds that many groups at the planner's size, between
+ * {@link METRIC_QUERY_WORK_MEM_MIN} and {@link METRIC_QUERY_WORK_MEM_MAX}: what the groups really
+ * take stays bounded by the kept samples' estimate ({@link KEPT_SAMPLE_MAX_BYTES}) and the groups;
+ * at the most, two statements may hold 2 × 512 MB on the server before spilling, when the estimate
+ * of their samples was far too low.
+ */
+export function metricWorkMem(groups: number, keptArrays: number): number {
+  const entry = keptArrays * PG_INTERNAL_STATE_BYTES + PG_GROUP_ENTRY_BYTES;
+  const bytes = Math.ceil((Math.max(0, groups) * entry) / METRIC_QUERY_HASH_MEM_MULTIPLIER);
+  return Math.min(METRIC_QUERY_WORK_MEM_MAX, Math.max(METRIC_QUERY_WORK_MEM_MIN, bytes));
+}
+
+/**
+ * The shortest a bucket of `plan` can be, in ms: a day, week or month one hour shorter than its
+ * clock length (a day that skips an hour), a count bucket its range's share (at least 1 ms).
+ */
+function shortestBucketMs(plan: MetricQueryPlan): number {
+  const bucket = plan.bucket;
+  switch (bucket.kind) {
+    case "minutes":
+      return bucket.minutes * MINUTE_MS;
+    case "day":
+      return DAY_MS - HOUR_MS;
+    case "week":
+      return WEEK_MS - HOUR_MS;
+    case "month":
+      return 28 * DAY_MS - HOUR_MS;
+    case "count":
+      return Math.max(1, Math.floor((plan.to - plan.from) / bucket.count));
+  }
+}
+
+/**
+ * At most how many groups a statement over `windows` makes: each window's buckets (two more for
+ * its ends and an offset change) times the matched (series, identifier) pairs, and never more
+ * than its `samples` (estimated).
+ */
+export function estimatedGroups(
+  plan: MetricQueryPlan,
+  windows: readonly ScanWindow[],
+  pairs: number,
+  samples: number,
+): number {
+  const width = shortestBucketMs(plan);
+  const buckets = windows.reduce((n, w) => n + Math.ceil((w.to - w.from) / width) + 2, 0);
+  return Math.min(Math.ceil(samples), buckets * pairs);
+}
 /**
  * Fewest estimated samples for which a query runs as two statements at once, on two pool
  * connections, each over one side of a bucket boundary near the middle of the range: PostgreSQL
@@ -121,7 +200,19 @@ export async function pgMetricAnswers(
   // Each part is a statement of its own, on its own connection, with its own `work_mem`.
   const strategy = chooseStrategy(plan, samples / parts.length, matched, options);
   const run = (s: PgAggregateStrategy) =>
-    Promise.all(parts.map((part) => runPart(sql, plan, part.windows, part.offsets, s)));
+    Promise.all(
+      parts.map((part) =>
+        runPart(sql, plan, part.windows, part.offsets, s, (keptArrays) =>
+          // A sorted percentile runs no hash aggregate: its sort takes what `work_mem` allows.
+          s.percentiles === "sort"
+            ? METRIC_QUERY_WORK_MEM_MIN
+            : metricWorkMem(
+                estimatedGroups(plan, part.windows, matched.pairs, samples / parts.length),
+                keptArrays,
+              ),
+        ),
+      ),
+    );
   try {
     return await run(strategy);
   } catch (error) {
@@ -216,10 +307,10 @@ export interface MetricAnswer {
 }
 
 /**
- * One statement over `windows`, in its own transaction (see the file comment), its rows fetched
- * through a cursor {@link METRIC_CURSOR_ROWS} at a time into a {@link MetricAnswer}: the
- * connection is free again once the last row is in, and the driver's row objects are never all
- * held at once.
+ * One statement over `windows`, in its own transaction (see the file comment) with the `work_mem`
+ * `workMem` gives for the arrays its aggregate keeps, its rows fetched through a cursor
+ * {@link METRIC_CURSOR_ROWS} at a time into a {@link MetricAnswer}: the connection is free again
+ * once the last row is in, and the driver's row objects are never all held at once.
  */
 async function runPart(
   sql: Sql,
@@ -227,8 +318,10 @@ async function runPart(
   windows: readonly ScanWindow[],
   offsets: readonly ZoneOffsets[],
   strategy: PgAggregateStrategy,
+  workMem: (keptArrays: number) => number,
 ): Promise<MetricAnswer> {
   const query = buildPgMetricQuery(plan, windows, offsets, strategy);
+  const workMemKb = `${Math.ceil(workMem(query.keptArrays) / 1024)}kB`;
   const answer: MetricAnswer = {
     groupKeys: query.groupColumns,
     labels: query.labels,
@@ -240,7 +333,8 @@ async function runPart(
   let keys: (string | number)[] = [];
   await sql.begin(
     closedSafe(async (tx) => {
-      await tx`SELECT set_config('jit', 'off', true), set_config('work_mem', ${METRIC_QUERY_WORK_MEM}, true)`;
+      await tx`SELECT set_config('jit', 'off', true), set_config('work_mem', ${workMemKb}, true),
+                      set_config('hash_mem_multiplier', ${String(METRIC_QUERY_HASH_MEM_MULTIPLIER)}, true)`;
       await tx.unsafe(query.text, query.params as never[]).cursor(METRIC_CURSOR_ROWS, (rows) => {
         for (const row of rows) {
           const group = query.groupColumns.map((g) => {
