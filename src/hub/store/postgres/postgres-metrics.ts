@@ -115,6 +115,7 @@ export function estimatedGroups(
   const buckets = windows.reduce((n, w) => n + Math.ceil((w.to - w.from) / width) + 2, 0);
   return Math.min(Math.ceil(samples), buckets * pairs);
 }
+
 /**
  * Fewest estimated samples for which a query runs as two statements at once, on two pool
  * connections, each over one side of a bucket boundary near the middle of the range: PostgreSQL
