@@ -109,6 +109,11 @@ function positiveInts(name: string, fallback: readonly number[]): number[] {
 
 const ROW_SIZES = positiveInts("VIGIL_BENCH_PEERS_ROWS", SMOKE ? [2] : [20, 100]);
 const ROUNDS = positiveInts("VIGIL_BENCH_PEERS_ROUNDS", [benchRounds(3)])[0] as number;
+/** `VIGIL_BENCH_CPU_PROF=DIR`: every vigil hub runs with `node --cpu-prof` (bench/profile-summary.ts reads it). */
+const PROFILE =
+  process.env.VIGIL_BENCH_CPU_PROF === undefined
+    ? []
+    : ["--cpu-prof", "--cpu-prof-dir", process.env.VIGIL_BENCH_CPU_PROF];
 
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round1 = (v: number): number => Math.round(v * 10) / 10;
@@ -456,7 +461,17 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     mkdirSync(dataDir, { mode: 0o700 });
     const config = join(dir, "setup.yaml");
     writeFileSync(config, hubSetup());
-    const args = [VIGIL_BIN, "hub", "--config", config, "--data-dir", dataDir, "--host", "127.0.0.1"];
+    const args = [
+      ...PROFILE,
+      VIGIL_BIN,
+      "hub",
+      "--config",
+      config,
+      "--data-dir",
+      dataDir,
+      "--host",
+      "127.0.0.1",
+    ];
     args.push("--port", "0", ...(pg === undefined ? [] : ["--store", pg.url]));
     hub = new Server(pg === undefined ? "vigil hub" : "vigil hub (PostgreSQL)", process.execPath, args);
     const server = hub;

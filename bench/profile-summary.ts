@@ -2,7 +2,10 @@
  * Where the time goes in a V8 CPU profile (`node --cpu-prof`, e.g. the children of
  * bench/end-to-end.bench.ts run with VIGIL_BENCH_CPU_PROF=DIR): self time per function and per
  * place (a dist/ file of vigil, an npm package, node's internals, GC, idle), as percentages of the
- * profiled time. Not a benchmark: `node --import tsx bench/profile-summary.ts FILE.cpuprofile [TOP]`.
+ * profiled time, then total time (the function and what it called) per function. Not a benchmark:
+ * `node --import tsx bench/profile-summary.ts FILE.cpuprofile [TOP [FROM_S [TO_S]]]`; FROM_S and TO_S
+ * keep only the samples taken that many seconds after the profile started (e.g. a bench's query
+ * after its load).
  */
 import { readFileSync } from "node:fs";
 
@@ -32,27 +35,44 @@ function place(frame: ProfileNode["callFrame"]): string {
   return url;
 }
 
-const [file, topText] = process.argv.slice(2);
+const [file, topText, fromText, toText] = process.argv.slice(2);
 if (file === undefined) {
-  console.error("usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile [TOP]");
+  console.error("usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile [TOP [FROM_S [TO_S]]]");
   process.exit(2);
 }
 const top = Number(topText ?? 25);
 const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const fromUs = profile.startTime + Number(fromText ?? 0) * 1e6;
+const toUs = toText === undefined ? profile.endTime : profile.startTime + Number(toText) * 1e6;
 const selfUs = new Map<number, number>();
+const totalUs = new Map<string, number>();
+const label = (frame: ProfileNode["callFrame"]): string =>
+  `${frame.functionName || "(anonymous)"} ${place(frame)}${frame.url === "" ? "" : `:${frame.lineNumber + 1}`}`;
+let at = profile.startTime;
 for (let i = 0; i < profile.samples.length; i += 1) {
   const id = profile.samples[i]!;
-  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  const delta = profile.timeDeltas[i] ?? 0;
+  at += delta;
+  if (at < fromUs || at > toUs) continue;
+  selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
+  const seen = new Set<string>();
+  for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) {
+    const frame = byId.get(n)?.callFrame;
+    if (frame !== undefined) seen.add(label(frame));
+  }
+  for (const name of seen) totalUs.set(name, (totalUs.get(name) ?? 0) + delta);
 }
-const total = profile.endTime - profile.startTime;
+const total = Math.min(toUs, profile.endTime) - Math.max(fromUs, profile.startTime);
 const byFunction = new Map<string, number>();
 const byPlace = new Map<string, number>();
 for (const [id, us] of selfUs) {
   const frame = byId.get(id)?.callFrame;
   if (frame === undefined) continue;
   const where = place(frame);
-  const name = `${frame.functionName || "(anonymous)"} ${where}${frame.url === "" ? "" : `:${frame.lineNumber + 1}`}`;
+  const name = label(frame);
   byFunction.set(name, (byFunction.get(name) ?? 0) + us);
   byPlace.set(where, (byPlace.get(where) ?? 0) + us);
 }
@@ -66,3 +86,4 @@ const show = (title: string, entries: Map<string, number>): void => {
 console.log(`${file}: ${(total / 1e6).toFixed(1)} s profiled`);
 show("self time by place", byPlace);
 show("self time by function", byFunction);
+show("total time by function", totalUs);
