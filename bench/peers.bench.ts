@@ -461,17 +461,8 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     mkdirSync(dataDir, { mode: 0o700 });
     const config = join(dir, "setup.yaml");
     writeFileSync(config, hubSetup());
-    const args = [
-      ...PROFILE,
-      VIGIL_BIN,
-      "hub",
-      "--config",
-      config,
-      "--data-dir",
-      dataDir,
-      "--host",
-      "127.0.0.1",
-    ];
+    const args = [VIGIL_BIN, "hub", "--config", config, "--data-dir", dataDir, "--host", "127.0.0.1"];
+    args.unshift(...PROFILE);
     args.push("--port", "0", ...(pg === undefined ? [] : ["--store", pg.url]));
     hub = new Server(pg === undefined ? "vigil hub" : "vigil hub (PostgreSQL)", process.execPath, args);
     const server = hub;
