@@ -3,8 +3,10 @@
  * inside the caller's open transaction. Seq keys become runs per origin in `message_ranges`
  * (planned by `planSeqClaim`), in at most four statements per claim whatever the number of origins:
  * read the runs that touch the claimed seqs, then delete, widen and insert runs (a claim of one
- * origin, the common case, reads and widens with scalar parameters). Hash keys cost two
- * statements: a look-up of the claimed digests among the stored ones, then an insert of the others.
+ * origin, the common case, reads and widens with scalar parameters). Hash keys cost one statement
+ * when claimed optimistically (an insert of the digests not stored, which fails the claim when one
+ * was: see {@link claimMessageKeys}), two when claimed carefully: a look-up of the claimed digests
+ * among the stored ones, then an insert of the others.
  *
  * `message_digests` has no index (duckdb-schema.ts): its digests lead with their message's minute
  * (message-digest.ts) and are appended in the order they come, so the look-up reads only the row
@@ -218,12 +220,25 @@ export function planOptimisticClaim(
   return { fresh, insert: (connection) => insertNewDigests(connection, digests) };
 }
 
+/**
+ * Inserts those of `digests` (distinct) that `message_digests` does not hold, in one statement (an
+ * anti-join against the stored digests of the claim's range, literals so DuckDB prunes row groups by
+ * their zone maps), and throws a DigestConflict when fewer than all went in: the caller rolls the
+ * transaction back. One statement rather than a look-up and an insert: a statement's answer waits
+ * for the hub's event loop, busy with the next part meanwhile (docs/performance.md, "Backfill into
+ * DuckDB"), and the text of digests is cast once.
+ */
 async function insertNewDigests(connection: DuckDBConnection, digests: ReadonlySet<bigint>): Promise<void> {
   if (digests.size === 0) return;
-  const stored = await storedDigests(connection, digests);
-  if (stored.size > 0)
-    throw new DigestConflict(`${stored.size} of ${digests.size} claimed digests are stored`);
-  await insertDigests(connection, digests);
+  const inserted = await connection.run(
+    `INSERT INTO message_digests
+     SELECT c.digest FROM (SELECT ${DIGESTS_FROM_TEXT} AS digest) c
+     ANTI JOIN (SELECT digest FROM message_digests WHERE ${digestRange(digests)}) m ON c.digest = m.digest`,
+    digestText(digests),
+    { digests: VARCHAR },
+  );
+  const stored = digests.size - inserted.rowsChanged;
+  if (stored > 0) throw new DigestConflict(`${stored} of ${digests.size} claimed digests are stored`);
 }
 
 /** The careful claim: the digests not stored are inserted, and named as the new ones. */
@@ -246,19 +261,24 @@ function digestStatements(connection: DuckDBConnection, form: DigestForm): Diges
  * before the semi-join reads them.
  */
 async function storedDigests(connection: DuckDBConnection, digests: Iterable<bigint>): Promise<Set<bigint>> {
+  const found = await connection.runAndReadAll(
+    `SELECT digest FROM message_digests
+     WHERE ${digestRange(digests)} AND digest IN (SELECT ${DIGESTS_FROM_TEXT})`,
+    digestText(digests),
+    { digests: VARCHAR },
+  );
+  return new Set((found.getColumnsJS()[0] ?? []) as bigint[]);
+}
+
+/** `digest BETWEEN` the lowest and highest of `digests` (at least one), as literals. */
+function digestRange(digests: Iterable<bigint>): string {
   let lo: bigint | undefined;
   let hi: bigint | undefined;
   for (const d of digests) {
     if (lo === undefined || d < lo) lo = d;
     if (hi === undefined || d > hi) hi = d;
   }
-  const found = await connection.runAndReadAll(
-    `SELECT digest FROM message_digests
-     WHERE digest BETWEEN ${lo}::HUGEINT AND ${hi}::HUGEINT AND digest IN (SELECT ${DIGESTS_FROM_TEXT})`,
-    digestText(digests),
-    { digests: VARCHAR },
-  );
-  return new Set((found.getColumnsJS()[0] ?? []) as bigint[]);
+  return `digest BETWEEN ${lo}::HUGEINT AND ${hi}::HUGEINT`;
 }
 
 async function insertDigests(connection: DuckDBConnection, digests: Iterable<bigint>): Promise<void> {
