@@ -4,15 +4,17 @@
  * columns, every row named must come back in order with its series id, time, value (NULL for no
  * number) and text (NULL for the canonical text of its number, whether the cell held it or was added
  * without it), across chunk ends and in the short last chunk; cells no row names are not written.
- * Property over random rows of random cells.
+ * Property over random rows of random cells. The appender kept from one transaction to the next
+ * (`KeptAppender`): a commit keeps what it appended, a rollback takes it back, and after a failed
+ * append (a chunk of the wrong shape) nothing of it is stored and the next append works.
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { DuckDBInstance } from "@duckdb/node-api";
+import { DuckDBDataChunk, DuckDBInstance, INTEGER } from "@duckdb/node-api";
 import fc from "fast-check";
 import { numericValue } from "../../../src/hub/ingest/check-message.js";
 import { isCanonicalNumberText } from "../../../src/hub/store/core/canonical-number.js";
-import { appendChunks, sampleChunks } from "../../../src/hub/store/duckdb/duckdb-append.js";
+import { appendChunks, KeptAppender, sampleChunks } from "../../../src/hub/store/duckdb/duckdb-append.js";
 import { SampleRowsBuilder } from "../../../src/hub/store/sample-rows.js";
 import { asEpochMs } from "../../../src/ids.js";
 import { fuzzBudget } from "../../helpers/fuzz-budget.js";
@@ -89,4 +91,43 @@ describe("DuckDB sample chunks", () => {
       }),
       fuzzBudget(100),
     ));
+});
+
+describe("DuckDB appender kept across transactions", () => {
+  it("appends into each open transaction: a commit keeps the rows, a rollback or a failed append drops them", async () => {
+    await db.run("CREATE TABLE kept (x INTEGER)");
+    const kept = new KeptAppender(db, "kept");
+    const chunk = (...xs: number[]) => {
+      const c = DuckDBDataChunk.create([INTEGER], xs.length);
+      c.setColumnValues(0, xs);
+      return c;
+    };
+    const stored = async () =>
+      (await db.runAndReadAll("SELECT x FROM kept ORDER BY x")).getRowsJS().map(([x]) => Number(x));
+    try {
+      await db.run("BEGIN TRANSACTION");
+      await kept.append([chunk(1, 2)]);
+      assert.deepEqual(await stored(), [1, 2], "inside its transaction, the rows are there");
+      await db.run("COMMIT");
+      await db.run("BEGIN TRANSACTION");
+      await kept.append([chunk(3)]);
+      await db.run("ROLLBACK");
+      assert.deepEqual(await stored(), [1, 2]);
+      await db.run("BEGIN TRANSACTION");
+      const wrong = DuckDBDataChunk.create([INTEGER, INTEGER], 1);
+      wrong.setColumnValues(0, [9]);
+      wrong.setColumnValues(1, [9]);
+      await assert.rejects(kept.append([chunk(4), wrong]), /column count/);
+      // Committed all the same: the rows the failed append had buffered are not flushed into it.
+      await db.run("COMMIT");
+      assert.deepEqual(await stored(), [1, 2]);
+      await db.run("BEGIN TRANSACTION");
+      await kept.append([chunk(5)]);
+      await db.run("COMMIT");
+      assert.deepEqual(await stored(), [1, 2, 5]);
+    } finally {
+      kept.close();
+      await db.run("DROP TABLE kept");
+    }
+  });
 });

@@ -200,6 +200,49 @@ export async function appendChunks(
   }
 }
 
+/**
+ * An appender to `table` kept open on `connection` from one transaction to the next (the store's
+ * writer and `samples`): each {@link append} flushes its chunks into the connection's open
+ * transaction, which a rollback takes back, and the next reuses the appender. Making an appender is a
+ * call into DuckDB whose answer waits for the hub's event loop, once per part of a backfill
+ * otherwise (docs/performance.md, "Backfill into DuckDB"). After a failed append the appender's
+ * buffered rows are cleared and it is let go; the next append makes a new one.
+ */
+export class KeptAppender {
+  private appender: DuckDBAppender | undefined;
+
+  constructor(
+    private readonly connection: DuckDBConnection,
+    private readonly table: string,
+  ) {}
+
+  /** Appends `chunks` (of the table's columns, in table order) inside the open transaction. */
+  async append(chunks: Iterable<DuckDBDataChunk>): Promise<void> {
+    const appender = this.appender ?? (await this.connection.createAppender(this.table));
+    this.appender = appender;
+    try {
+      for (const chunk of chunks) appender.appendDataChunk(chunk);
+      appender.flushSync();
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+  }
+
+  /** Lets the appender go, dropping rows it holds unflushed; an unusable one is ignored. */
+  close(): void {
+    const appender = this.appender;
+    this.appender = undefined;
+    if (appender === undefined) return;
+    try {
+      appender.clear();
+      appender.closeSync();
+    } catch {
+      // Its connection or instance is gone or invalidated: nothing more to release.
+    }
+  }
+}
+
 /** A TIMESTAMPTZ value from epoch milliseconds (whole ones: see data-checks.ts). */
 export const timestampTz = (ms: number): DuckDBTimestampTZValue =>
   new DuckDBTimestampTZValue(BigInt(ms) * US_PER_MS);

@@ -69,7 +69,7 @@ import type {
   StoreTransaction,
 } from "../store.js";
 import { allRows } from "../store.js";
-import { timestampTz, toNumber } from "./duckdb-append.js";
+import { KeptAppender, timestampTz, toNumber } from "./duckdb-append.js";
 import { BlockCache } from "./duckdb-block-cache.js";
 import { DigestConflict } from "./duckdb-claims.js";
 import { eventRecord, listEventsSql } from "./duckdb-events.js";
@@ -152,6 +152,8 @@ export interface DuckDbStoreOptions {
 interface Connections {
   readonly instance: DuckDBInstance;
   readonly writer: DuckDBConnection;
+  /** The writer's appender to `samples`, kept from one transaction to the next. */
+  readonly samples: KeptAppender;
   readonly reader: DuckDBConnection;
   readonly pinger: DuckDBConnection;
   readonly maintainer: DuckDBConnection;
@@ -197,11 +199,12 @@ async function openConnections(
   const pinger = await instance.connect();
   const maintainer = await instance.connect();
   for (const c of [writer, reader, maintainer]) await c.run("SET TimeZone = 'UTC'");
-  return { instance, writer, reader, pinger, maintainer };
+  return { instance, writer, samples: new KeptAppender(writer, "samples"), reader, pinger, maintainer };
 }
 
 /** Closes what `openConnections` opened; an invalidated instance may refuse, which is ignored. */
 function closeConnections(db: Connections): void {
+  db.samples.close();
   for (const c of [db.writer, db.reader, db.pinger, db.maintainer, db.instance]) {
     try {
       c.closeSync();
@@ -614,6 +617,7 @@ class DuckDbStore implements Store {
     if (!this.cachesLoaded) await this.loadCaches();
     const tx = new DuckDbTransaction(
       this.writer,
+      this.db.samples,
       {
         entities: this.entities,
         series: this.series,

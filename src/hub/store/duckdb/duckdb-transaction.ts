@@ -11,7 +11,8 @@
  *    series count of each entity that gains series (one count statement the first time an entity
  *    needs one), checked against `maxSeriesPerEntity`;
  * 3. writes: one statement per entity upsert or new entity, one bulk insert each of new series,
- *    samples and events through the appender.
+ *    samples and events through the appender (for samples, the writer's appender kept from one
+ *    transaction to the next: duckdb-append.ts `KeptAppender`).
  * What needs no connection — phase 1, the series the caches know, and (when they know every one)
  * the first sample chunks — is done as soon as `write` is called, while the statements queued
  * before it run (an optimistic claim, which answers at once and inserts its digests meanwhile):
@@ -55,7 +56,7 @@ import {
   StoreDataError,
   type StoreTransaction,
 } from "../store.js";
-import { appendChunks, appendRows, sampleChunks, timestampTz, toNumber } from "./duckdb-append.js";
+import { appendRows, type KeptAppender, sampleChunks, timestampTz, toNumber } from "./duckdb-append.js";
 import { claimMessageKeys, planOptimisticClaim } from "./duckdb-claims.js";
 import { EVENT_COLUMN_TYPES, eventRow } from "./duckdb-events.js";
 import { ID_LIST, TEXT_LIST } from "./duckdb-lists.js";
@@ -178,6 +179,8 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
   /** `optimisticClaims`: hash keys are claimed as if new (claimMessageKeys), DigestConflict if not. */
   constructor(
     private readonly c: DuckDBConnection,
+    /** `c`'s appender to `samples`, kept from one transaction to the next. */
+    private readonly samples: KeptAppender,
     private readonly caches: StoreCaches,
     private readonly maxSeriesPerEntity: number,
     private readonly optimisticClaims = false,
@@ -781,7 +784,7 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
       else if (at < span.firstMs) span.firstMs = at;
       else if (at > span.lastMs) span.lastMs = at;
     }
-    await appendChunks(this.c, "samples", chunks);
+    await this.samples.append(chunks);
     this.pending.span = span;
   }
 }
