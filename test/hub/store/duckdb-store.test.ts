@@ -453,6 +453,35 @@ describe("DuckDB store", () => {
     await store.close();
   });
 
+  it("runs nothing of a transaction whose queued BEGIN failed, so nothing is stored outside one", async () => {
+    const store = await createDuckDbStore({ path: ":memory:" });
+    await store.migrate();
+    const key = { kind: "hash" as const, hash: createHash("sha256").update("begin").digest("hex") };
+    // Fault injection: the writer's next BEGIN fails; every other statement is DuckDB's own.
+    const writer = (store as unknown as { db: { writer: { run: (...a: unknown[]) => Promise<unknown> } } }).db
+      .writer;
+    const run = writer.run.bind(writer);
+    let failBegin = true;
+    writer.run = (sql: unknown, ...rest: unknown[]) => {
+      if (failBegin && sql === "BEGIN TRANSACTION") {
+        failBegin = false;
+        return Promise.reject(new Error("injected: BEGIN failed"));
+      }
+      return run(sql, ...rest);
+    };
+    await assert.rejects(
+      store.transaction(async (tx) => {
+        await tx.claim([key]);
+        await tx.write({ entities: [], samples: [] });
+      }),
+      /injected: BEGIN failed/,
+    );
+    // Without a transaction the claim's insert would have committed on its own: the key is still new.
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key])), [true]);
+    assert.deepEqual(await store.transaction((tx) => tx.claim([key])), [false]);
+    await store.close();
+  });
+
   it("refuses bad tuning options", async () => {
     await assert.rejects(createDuckDbStore({ path: ":memory:", maxSeriesPerEntity: 0 }), RangeError);
     await assert.rejects(createDuckDbStore({ path: ":memory:", seriesCacheEntries: -1 }), RangeError);

@@ -628,9 +628,9 @@ class DuckDbStore implements Store {
       this.maxSeriesPerEntity,
       optimistic,
     );
-    await this.writer.run("BEGIN TRANSACTION");
     let result: T;
     try {
+      tx.begin();
       result = await work(tx);
       await tx.finish();
       if (tx.failure !== undefined) throw tx.failure.error;

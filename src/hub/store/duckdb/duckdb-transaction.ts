@@ -1,6 +1,9 @@
 /**
  * One transaction of the DuckDB store (DESIGN 1, 5.5): message claims and batch writes on the writer
- * connection, between the BEGIN and COMMIT that `DuckDbStore.transaction` issues.
+ * connection, after the BEGIN it queues first (`begin`) and before the COMMIT that
+ * `DuckDbStore.transaction` issues. BEGIN is queued, not awaited, so the first statements and the
+ * work of the first write do not wait for its answer; a BEGIN that fails marks the transaction, and
+ * nothing queued behind it runs (queued-transaction.ts), so no statement runs outside it.
  *
  * A write runs in three phases so that data the store cannot hold is refused before anything of the
  * batch is written (the transaction stays usable, and the ingester can dead-letter one message):
@@ -186,6 +189,14 @@ export class DuckDbTransaction extends QueuedTransaction implements StoreTransac
     private readonly optimisticClaims = false,
   ) {
     super();
+  }
+
+  /**
+   * Queues the transaction's BEGIN, ahead of every claim and write; its failure is the
+   * transaction's (`failure`), and the calls behind it then fail with it.
+   */
+  begin(): void {
+    this.run(() => this.c.run("BEGIN TRANSACTION")).catch(() => undefined);
   }
 
   claim(keys: readonly MessageKey[]): Promise<boolean[]> {
