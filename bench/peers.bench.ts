@@ -41,6 +41,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import {
+  cpSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -114,6 +115,8 @@ const PROFILE =
   process.env.VIGIL_BENCH_CPU_PROF === undefined
     ? []
     : ["--cpu-prof", "--cpu-prof-dir", process.env.VIGIL_BENCH_CPU_PROF];
+/** `VIGIL_BENCH_PEERS_KEEP=DIR`: the DuckDB hub's data dir of each size is copied to DIR/rows-R after its stop. */
+const KEEP_DIR = process.env.VIGIL_BENCH_PEERS_KEEP;
 
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round1 = (v: number): number => Math.round(v * 10) / 10;
@@ -554,6 +557,8 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     } else {
       await server.stop(); // the store checkpoints as it closes
       bytes = diskBytes(dataDir, (name) => name.startsWith("vigil.duckdb"));
+      if (KEEP_DIR !== undefined)
+        cpSync(dataDir, join(KEEP_DIR, `rows-${data.shape.rows}`), { recursive: true });
     }
     return {
       figures: figuresOf(data, {
