@@ -53,7 +53,7 @@ import { NATS_URL, NatsAdmin, natsReachable } from "../test/helpers/nats.js";
 import { parseExposition } from "../test/helpers/prometheus-text.js";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { type LoadRequest, loadInChild, percentiles, send } from "./load.js";
-import { PeakMemory } from "./process-memory.js";
+import { PeakMemory, serviceEnv, serviceEnvNote } from "./process-memory.js";
 import { benchSeconds } from "./settings.js";
 
 const SECONDS = benchSeconds(20); // of load
@@ -145,6 +145,7 @@ class Service {
     ];
     this.child = spawn(process.execPath, [...node, VIGIL_BIN, ...args], {
       cwd,
+      env: serviceEnv(),
       stdio: ["ignore", "pipe", "pipe"],
     });
     live.add(this);
@@ -996,6 +997,8 @@ const configurations: ("up" | "processes-nats" | "up-rows")[] = [];
 if (ONLY === undefined || ONLY === "up") configurations.push("up");
 if (ONLY === undefined || ONLY === "nats") configurations.push("processes-nats");
 if (ONLY === undefined || ONLY === "rows") configurations.push("up-rows");
+const note = serviceEnvNote();
+if (note !== undefined) console.error(note);
 for (const name of configurations) {
   if (name === "processes-nats" && !(await natsReachable())) {
     console.log(

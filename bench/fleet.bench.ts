@@ -37,7 +37,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { VIGIL_BIN } from "../test/helpers/vigil-process.js";
 import { assertLoopback, median, percentiles, send } from "./load.js";
-import { PeakMemory } from "./process-memory.js";
+import { PeakMemory, serviceEnv, serviceEnvNote } from "./process-memory.js";
 import { SMOKE } from "./settings.js";
 
 function scaleOf(): number {
@@ -205,7 +205,7 @@ class HubProcess {
         "--port",
         "0",
       ],
-      { stdio: ["ignore", "pipe", "pipe"] },
+      { env: serviceEnv(), stdio: ["ignore", "pipe", "pipe"] },
     );
     this.exited = new Promise((resolve) => this.child.on("exit", (code) => resolve(code)));
     createInterface({ input: this.child.stdout! }).on("line", (line) => {
@@ -687,4 +687,8 @@ async function run(): Promise<Record<string, unknown>> {
 
 const pingTarget = process.env.FLEET_PING_CHILD;
 if (pingTarget !== undefined) await pingChild(pingTarget);
-else console.log(JSON.stringify(await run()));
+else {
+  const note = serviceEnvNote();
+  if (note !== undefined) console.error(note);
+  console.log(JSON.stringify(await run()));
+}

@@ -78,7 +78,7 @@ import {
   vmRangeParams,
 } from "./peers-data.js";
 import { PG_UNREACHABLE, withBenchDatabase } from "./pg-database.js";
-import { PeakMemory } from "./process-memory.js";
+import { PeakMemory, serviceEnv, serviceEnvNote } from "./process-memory.js";
 import { benchRounds, SMOKE } from "./settings.js";
 
 const MESSAGES_PER_POST = 10_000; // as bench/backfill.bench.ts
@@ -195,8 +195,9 @@ class Server {
     readonly label: string,
     command: string,
     args: readonly string[],
+    env: NodeJS.ProcessEnv = process.env,
   ) {
-    this.child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    this.child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     live.add(this.child);
     this.exited = new Promise((resolve) =>
       this.child.on("exit", (code) => {
@@ -467,7 +468,12 @@ async function vigilRound(data: Data, pg?: PgSide): Promise<{ figures: Figures; 
     const args = [VIGIL_BIN, "hub", "--config", config, "--data-dir", dataDir, "--host", "127.0.0.1"];
     args.unshift(...PROFILE);
     args.push("--port", "0", ...(pg === undefined ? [] : ["--store", pg.url]));
-    hub = new Server(pg === undefined ? "vigil hub" : "vigil hub (PostgreSQL)", process.execPath, args);
+    hub = new Server(
+      pg === undefined ? "vigil hub" : "vigil hub (PostgreSQL)",
+      process.execPath,
+      args,
+      serviceEnv(),
+    );
     const server = hub;
     const base = await hub.waitForLine((line) => {
       try {
@@ -868,6 +874,8 @@ if (bin === undefined) {
 } else if (!existsSync(VIGIL_BIN)) {
   throw new Error(`${VIGIL_BIN} is missing: build first (npm run build)`);
 } else {
+  const note = serviceEnvNote();
+  if (note !== undefined) console.error(note);
   for (const rows of ROW_SIZES) {
     const result = await runSize(bin, rows);
     printReadable(result);

@@ -66,7 +66,26 @@ export function mallocTunables(
   return current === undefined || current === "" ? MALLOC_TUNABLE : `${current}:${MALLOC_TUNABLE}`;
 }
 
+/**
+ * `env` with {@link mallocTunables} in its `GLIBC_TUNABLES` when it needs them: the environment a
+ * service process runs with, which it gives itself where it can start again in place, and which
+ * whatever starts it on a Node that cannot (Node 20) gives it (docs/operations.md).
+ */
+export function serviceEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): NodeJS.ProcessEnv {
+  const tunables = mallocTunables(env.GLIBC_TUNABLES, platform);
+  return tunables === undefined ? env : { ...env, GLIBC_TUNABLES: tunables };
+}
+
 type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) => never;
+
+/** Whether this Node can start its process again in place (`process.execve`, not on Windows). */
+export function canRestartInPlace(): boolean {
+  // @types/node follows Node 20, which has no process.execve.
+  return typeof (process as { execve?: Execve }).execve === "function" && process.platform !== "win32";
+}
 
 /**
  * Starts this process again in place with {@link youngGenerationFlag} when it runs a service
@@ -76,13 +95,11 @@ type Execve = (file: string, args: readonly string[], env: NodeJS.ProcessEnv) =>
 export function boundYoungGeneration(argv: readonly string[] = process.argv): void {
   const command = argv[2];
   if (command === undefined || !SERVICE_COMMANDS.has(command)) return;
-  // @types/node follows Node 20, which has no process.execve.
-  const execve = (process as { execve?: Execve }).execve;
-  if (typeof execve === "function" && process.platform !== "win32") {
+  if (canRestartInPlace()) {
+    const execve = (process as unknown as { execve: Execve }).execve;
     const flag = youngGenerationFlag(process.execArgv, process.env.NODE_OPTIONS);
-    const tunables = mallocTunables(process.env.GLIBC_TUNABLES);
-    if (flag !== undefined || tunables !== undefined) {
-      const env = tunables === undefined ? process.env : { ...process.env, GLIBC_TUNABLES: tunables };
+    const env = serviceEnvironment();
+    if (flag !== undefined || env !== process.env) {
       const flags = flag === undefined ? [] : [flag];
       try {
         execve.call(
@@ -94,7 +111,7 @@ export function boundYoungGeneration(argv: readonly string[] = process.argv): vo
       } catch (error) {
         // Only a failed exec returns: the process goes on as started.
         process.stderr.write(
-          `vigil: could not start again with ${[...flags, `GLIBC_TUNABLES=${tunables ?? ""}`].join(" ")} ` +
+          `vigil: could not start again with ${[...flags, `GLIBC_TUNABLES=${env.GLIBC_TUNABLES ?? ""}`].join(" ")} ` +
             `(${error instanceof Error ? error.message : String(error)}); running as started\n`,
         );
       }

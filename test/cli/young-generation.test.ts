@@ -14,6 +14,7 @@ import {
   MALLOC_TUNABLE,
   mallocTunables,
   SERVICE_COMMANDS,
+  serviceEnvironment,
   workersOwnYoungGeneration,
   youngGenerationFlag,
 } from "../../src/cli/young-generation.js";
@@ -102,6 +103,23 @@ describe("young generation of long-running commands", () => {
     ])
       assert.equal(mallocTunables(own, "linux"), undefined, own);
     assert.equal(mallocTunables(undefined, "darwin"), undefined);
+  });
+
+  it("gives a service's environment the threshold, keeping every other variable", () => {
+    const env = { PATH: "/bin", GLIBC_TUNABLES: "glibc.malloc.arena_max=2" };
+    assert.deepEqual(serviceEnvironment(env, "linux"), {
+      PATH: "/bin",
+      GLIBC_TUNABLES: `glibc.malloc.arena_max=2:${MALLOC_TUNABLE}`,
+    });
+    assert.equal(env.GLIBC_TUNABLES, "glibc.malloc.arena_max=2", "the given environment is not changed");
+    const own = { GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=65536" };
+    assert.equal(
+      serviceEnvironment(own, "linux"),
+      own,
+      "a threshold of the user's own: the same environment",
+    );
+    const elsewhere = { PATH: "/bin" };
+    assert.equal(serviceEnvironment(elsewhere, "darwin"), elsewhere);
   });
 
   it("lets a worker take the young generation of its own limits once the process runs", () => {
