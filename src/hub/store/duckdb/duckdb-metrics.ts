@@ -4,7 +4,7 @@
  * for each part of the range, and reads their rows. The PostgreSQL store's counterpart is
  * postgres-metrics.ts; what both share (the plan, the segments, the bucket grid) is in `../core/`.
  */
-import type { DuckDBConnection, DuckDBDataChunk } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBDataChunk, DuckDBResult } from "@duckdb/node-api";
 import { splitInstant } from "../core/bucket-grid.js";
 import { fixedZoneOffsets, parseZone, type ZoneOffsets } from "../core/zone-offsets.js";
 import type { MetricQueryPlan, MetricRowBatches } from "../store.js";
@@ -128,8 +128,19 @@ function largestNeed({ chunks, query }: Answer): number {
  * less at the peak, and the time within the machine's noise (medians 1.35 s against 1.30, CPU 2.11 s
  * a query against 2.04).
  */
-const run = async (reader: DuckDBConnection, query: MetricSql): Promise<Answer> => {
-  const result = await reader.stream(query.sql, query.values, query.types);
+const run = async (reader: DuckDBConnection, query: MetricSql, started?: () => void): Promise<Answer> => {
+  // As `reader.stream()`, which prepares, binds and streams in one call, but `started` is told as
+  // soon as the statement is in DuckDB's hands (see `DuckDbMetrics.query`).
+  const prepared = await reader.prepare(query.sql);
+  let result: DuckDBResult;
+  try {
+    prepared.bind(query.values, query.types);
+    const streaming = prepared.stream();
+    started?.();
+    result = await streaming;
+  } finally {
+    prepared.destroySync();
+  }
   const chunks: DuckDBDataChunk[] = [];
   let values = 0;
   for (;;) {
@@ -164,7 +175,10 @@ export class DuckDbMetrics {
    * The rows of `plan` over `window`, answered on `reader`: one statement per part of
    * {@link parts}, each started as soon as the one before it has answered, whether or not its rows
    * have been read (so the database works on the next part while the hub writes out this one), and
-   * made a DuckDB chunk at a time as they are read. Settles once the first part has answered, with
+   * made a DuckDB chunk at a time as they are read. A part's rows are written once the next part's
+   * statement is in DuckDB's hands: preparing it answers on the hub's thread, which would otherwise
+   * take that answer only after writing the whole part, leaving DuckDB idle meanwhile (the peers
+   * query, bench/peers.bench.ts: 5-10 % of its time at 20 and 100 rows). Settles once the first part has answered, with
    * its rows and `done`, which settles when the last statement has answered: `reader` is in use
    * until then. A later part's error rejects `done` and the reading of that part's rows.
    */
@@ -177,10 +191,14 @@ export class DuckDbMetrics {
     const cuts = await parts(reader, plan, window, offsets, this.partSamples);
     let bounded = false;
     let percentiles: PercentileForm = { kind: "sort" };
-    const statement = async (part: DuckDbScanWindow, form: PercentileForm): Promise<Answer> => {
+    const statement = async (
+      part: DuckDbScanWindow,
+      form: PercentileForm,
+      started?: () => void,
+    ): Promise<Answer> => {
       if (!bounded) {
         try {
-          return await run(reader, buildMetricQuery(plan, offsets, part, false, form));
+          return await run(reader, buildMetricQuery(plan, offsets, part, false, form), started);
         } catch (error) {
           // A variance or deviation beyond the largest double (DuckDB: "VARPOP is out of range"):
           // the forms that answer null there, a tenth slower, from this part on. They answer every
@@ -189,14 +207,14 @@ export class DuckDbMetrics {
           bounded = true;
         }
       }
-      return run(reader, buildMetricQuery(plan, offsets, part, true, form));
+      return run(reader, buildMetricQuery(plan, offsets, part, true, form), started);
     };
     // Percentiles: the first part sorts; a later part takes the top form with room for the ranks
     // the part before needed (the next power of two above the largest). A part with a group that
     // needs more runs again sorting, and so do the parts after it: at most one part is run twice.
     let missed = false;
-    const answer = async (part: DuckDbScanWindow): Promise<Answer> => {
-      let answered = await statement(part, percentiles);
+    const answer = async (part: DuckDbScanWindow, started: () => void): Promise<Answer> => {
+      let answered = await statement(part, percentiles, started);
       let need = largestNeed(answered);
       if (percentiles.kind === "top" && need > percentiles.k) {
         missed = true;
@@ -208,11 +226,18 @@ export class DuckDbMetrics {
       return answered;
     };
     const answers: (Promise<Answer> | undefined)[] = [];
+    const started: Promise<void>[] = [];
     let last: Promise<unknown> = Promise.resolve();
     for (const part of cuts) {
-      const next = last.then(() => answer(part));
+      let begun = (): void => undefined;
+      started.push(
+        new Promise<void>((resolve) => {
+          begun = resolve;
+        }),
+      );
+      const next = last.then(() => answer(part, begun));
       // Handled here as well as where it is read: rows never read must not leave a rejection unheard.
-      next.catch(() => undefined);
+      next.catch(() => undefined).finally(begun);
       answers.push(next);
       last = next;
     }
@@ -225,6 +250,7 @@ export class DuckDbMetrics {
             const { chunks, values, query } = await (answers[k] as Promise<Answer>);
             // A part is let go as it is written: only the parts not written yet are held.
             answers[k] = undefined;
+            await started[k + 1];
             yield* metricRowBatches(chunks, query);
             nativeMemory.release(values);
           }
