@@ -88,7 +88,10 @@ describe("a DuckDB metric query in parts", () => {
       const parts = streaming;
       assert.ok(parts >= 8, `the query ran in parts (${parts} statements)`);
       // When the first part's rows come out, the second part's statement is already streaming.
-      assert.ok((seenAtEachBatch[0] ?? 0) >= 2, `statements streaming at the first batch: ${seenAtEachBatch[0]}`);
+      assert.ok(
+        (seenAtEachBatch[0] ?? 0) >= 2,
+        `statements streaming at the first batch: ${seenAtEachBatch[0]}`,
+      );
       for (let k = 0; k < seenAtEachBatch.length; k++)
         assert.ok(
           (seenAtEachBatch[k] ?? 0) >= Math.min(parts, k + 2),
