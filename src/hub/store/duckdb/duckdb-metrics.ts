@@ -178,9 +178,10 @@ export class DuckDbMetrics {
    * made a DuckDB chunk at a time as they are read. A part's rows are written once the next part's
    * statement is in DuckDB's hands: preparing it answers on the hub's thread, which would otherwise
    * take that answer only after writing the whole part, leaving DuckDB idle meanwhile (the peers
-   * query, bench/peers.bench.ts: 5-10 % of its time at 20 and 100 rows). Settles once the first part has answered, with
-   * its rows and `done`, which settles when the last statement has answered: `reader` is in use
-   * until then. A later part's error rejects `done` and the reading of that part's rows.
+   * query, bench/peers.bench.ts: 5-10 % of its time at 20 and 100 rows). Settles once the first
+   * part has answered, with its rows and `done`, which settles when the last statement has
+   * answered: `reader` is in use until then. A later part's error rejects `done` and the reading of
+   * that part's rows.
    */
   async query(
     reader: DuckDBConnection,
