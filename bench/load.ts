@@ -341,3 +341,60 @@ export function loadInChild(plan: LoadPlan, options: LoadOptions): Promise<LoadR
     child.send(request);
   });
 }
+
+/** One request for bench/query-child.ts. */
+export interface ChildQuery {
+  readonly url: string;
+  readonly method: "GET" | "POST";
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+}
+
+/** What bench/query-child.ts answers for a {@link ChildQuery}. */
+export interface ChildQueryAnswer {
+  /** HTTP status; 0 when the request failed. */
+  readonly status: number;
+  /** Characters of the answer's text. */
+  readonly length: number;
+  /** The first 300 characters of an answer that is not a 200, or the error. */
+  readonly head?: string;
+}
+
+/**
+ * A client in a child process (bench/query-child.ts, through tsx) that sends one request at a
+ * time and reads each answer whole, so that a server in the bench's own process is timed as a
+ * separate client would see it, the client's reading not on the server's thread. `close()` ends
+ * the child.
+ */
+export function queryClientInChild(): {
+  send(query: ChildQuery): Promise<ChildQueryAnswer>;
+  close(): void;
+} {
+  const child = fork(new URL("./query-child.ts", import.meta.url), [], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  let pending: { resolve(a: ChildQueryAnswer): void; reject(e: Error): void } | undefined;
+  child.on("message", (message) => {
+    const waiting = pending;
+    pending = undefined;
+    waiting?.resolve(message as ChildQueryAnswer);
+  });
+  child.once("exit", (code) => {
+    pending?.reject(new Error(`the query child exited (${code}) without an answer`));
+    pending = undefined;
+  });
+  return {
+    send(query) {
+      assertLoopback(new URL(query.url));
+      if (pending !== undefined) return Promise.reject(new Error("one query at a time"));
+      return new Promise((resolve, reject) => {
+        pending = { resolve, reject };
+        child.send(query);
+      });
+    },
+    close() {
+      if (child.connected) child.disconnect();
+    },
+  };
+}
