@@ -422,14 +422,14 @@ describe("metric query against a reference written from DESIGN 5.3", () => {
   after(() => db?.drop());
   if (!reachable) it("postgres", { skip: needs(PG_SKIP) }, () => undefined);
 
-  it("(duckdb in parts of 40 samples) a short first part, then parts keeping a few values a group: exact percentiles", async () => {
+  it("(duckdb in parts of 40 samples) a first part that sorts, then parts keeping a few values a group: exact percentiles", async () => {
     const store = await createDuckDbStore({ path: ":memory:", queryPartSamples: 40 });
     try {
       await store.migrate();
       const entity: EntityKey = { gateway: "gw", probe: "edge", managedEntity: "probe-part" };
       const at = Date.UTC(2024, 4, 1);
       // 30 one-minute buckets of 3 to 40 values each, in two rows: about 700 samples, so about 18
-      // parts after a short first one; bucket 20 holds far more values than those before it.
+      // parts; bucket 20 holds far more values than those before it.
       const minutes = Array.from({ length: 30 }, (_, m) =>
         Array.from(
           { length: m === 20 ? 40 : 3 + ((m * 7) % 11) },

@@ -36,19 +36,16 @@ export const QUERY_PART_SAMPLES = 1_000_000; // samples
 export const QUERY_PARTS_MAX = 64;
 
 /**
- * With a percentile, a query estimated to read more than a quarter of a part's samples (250 000 at
- * {@link QUERY_PART_SAMPLES}) starts with a short part, an eighth of the first part's time: the
- * first part sorts every group's values, the later ones keep only a few of them (`answer` in
- * {@link DuckDbMetrics.query}), so the first is kept small. Its statement costs about 7 ms more.
- */
-const PROBE_SHARE = 8;
-
-/**
  * `window` cut into parts of about `partSamples` samples of `plan` each (estimated: the window's
  * samples times the share of the stored series the plan reads, spread evenly over its time), at
  * bucket boundaries no bucket spans (`splitInstant`): the parts' answers, one after the other, are
  * the answer in order. One part when the query is small or its buckets have no such boundary
- * (months); with a percentile, a short first part ({@link PROBE_SHARE}).
+ * (months). The first part is as large as the others even with a percentile, which it sorts whole
+ * (`answer` in {@link DuckDbMetrics.query}). A short first part of its own (an eighth of the first's
+ * time), to sort less, costs one statement more (8-9 ms of fixed cost) for what it saves, now that
+ * the next part's statement runs while the hub writes: measured with one, the peers query at 20 and
+ * 100 rows took the same time, shorter windows 2-5 % longer and the store-query bench's full
+ * aggregation over HTTP 6 % longer.
  */
 async function parts(
   reader: DuckDBConnection,
@@ -68,23 +65,17 @@ async function parts(
     return at !== undefined && at > after && at < before ? at : undefined;
   };
   const [samples = 0] = await numbers(buildWindowSamplesQuery(window));
-  let estimated = samples;
   const cuts: number[] = [];
   // Only a window of more samples than a part asks which of them the plan reads.
   if (partSamples <= 0 || samples > partSamples) {
     const [pairs = 0, series = 0] = await numbers(buildMatchedShareQuery(plan));
-    estimated = (samples * pairs) / Math.max(1, series);
+    const estimated = (samples * pairs) / Math.max(1, series);
     const count =
       partSamples <= 0 ? QUERY_PARTS_MAX : Math.min(QUERY_PARTS_MAX, Math.ceil(estimated / partSamples));
     for (let i = 1; i < count; i++) {
       const at = cut(cuts[cuts.length - 1] ?? from, to, from + Math.floor(((to - from) * i) / count));
       if (at !== undefined) cuts.push(at);
     }
-  }
-  if (estimated > partSamples / 4 && plan.aggregations.some((a) => a.name === "svc.percentile")) {
-    const end = cuts[0] ?? to;
-    const at = cut(from, end, from + Math.floor((end - from) / PROBE_SHARE));
-    if (at !== undefined) cuts.unshift(at);
   }
   const bounds = [window.fromUs, ...cuts.map((t) => BigInt(t) * 1000n), window.toUs];
   return bounds.slice(1).map((toUs, i) => ({ fromUs: bounds[i] as bigint, toUs }));
