@@ -1,11 +1,22 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { MAX_SEGMENT_SCANS, scanGroups, splitInstant } from "../../../src/hub/store/core/bucket-grid.js";
-import { groupAttributeValues, groupColumns } from "../../../src/hub/store/core/metric-plan.js";
+import {
+  groupAttributeValues,
+  groupColumns,
+  matchesMayRepeat,
+} from "../../../src/hub/store/core/metric-plan.js";
 import { decimalFraction } from "../../../src/hub/store/core/percentile-rank.js";
 import { parseZone, segments, type ZoneOffsets } from "../../../src/hub/store/core/zone-offsets.js";
-import type { BucketSpec } from "../../../src/hub/store/store.js";
+import type {
+  BucketSpec,
+  CellSelector,
+  EntityRecord,
+  MetricQueryPlan,
+} from "../../../src/hub/store/store.js";
 import { asEntityId, asEpochMs } from "../../../src/ids.js";
+import { fuzzBudget } from "../../helpers/fuzz-budget.js";
 
 const HOUR = 3_600_000;
 const utc = (iso: string): number => Date.parse(`${iso}Z`);
@@ -109,4 +120,85 @@ describe("decimalFraction", () => {
       assert.deepEqual(decimalFraction(c.p), { numerator: c.numerator, denominator: c.denominator }));
   }
   it("refuses p above 1", () => assert.throws(() => decimalFraction("1.5"), RangeError));
+});
+
+describe("matchesMayRepeat", () => {
+  const entity = (id: number) => ({ id: asEntityId(id) }) as unknown as EntityRecord;
+  const cell = (row: string | null, samplerType: string | null = null, column = "c"): CellSelector => ({
+    sampler: "s",
+    samplerType,
+    dataview: "d",
+    row,
+    column,
+  });
+  const plan = (
+    metrics: [string, CellSelector[]][],
+    ids = [1, 2],
+  ): Pick<MetricQueryPlan, "metrics" | "entities"> => ({
+    entities: ids.map(entity),
+    metrics: metrics.map(([identifier, include]) => ({ identifier, include })),
+  });
+  // biome-ignore format: one line per case (STYLE 16)
+  const cases: { name: string; plan: Pick<MetricQueryPlan, "metrics" | "entities">; repeat: boolean }[] = [
+    { name: "one selector a metric", plan: plan([["m", [cell(null)]], ["n", [cell(null, null, "x")]]]), repeat: false },
+    { name: "one series under two identifiers is two matches", plan: plan([["m", [cell(null)]], ["n", [cell(null)]]]), repeat: false },
+    { name: "two named rows", plan: plan([["m", [cell("r1"), cell("r2")]]]), repeat: false },
+    { name: "the same named row twice", plan: plan([["m", [cell("r1"), cell("r1")]]]), repeat: true },
+    { name: "every row and a named row", plan: plan([["m", [cell(null), cell("r1")]]]), repeat: true },
+    { name: "every row and the headline", plan: plan([["m", [cell(null), cell("")]]]), repeat: false },
+    { name: "two sampler types", plan: plan([["m", [cell("r1", "a"), cell("r1", "b")]]]), repeat: false },
+    { name: "any sampler type and one", plan: plan([["m", [cell("r1", "a"), cell("r1", null)]]]), repeat: true },
+    { name: "two columns", plan: plan([["m", [cell(null, null, "x"), cell(null, null, "y")]]]), repeat: false },
+    { name: "two metrics of one identifier", plan: plan([["m", [cell(null)]], ["m", [cell("r1")]]]), repeat: true },
+    { name: "an entity listed twice", plan: plan([["m", [cell(null)]]], [1, 1]), repeat: true },
+    { name: "entities out of id order", plan: plan([["m", [cell(null)]]], [2, 1]), repeat: true },
+    { name: "no entities", plan: plan([["m", [cell(null)]]], []), repeat: false },
+  ];
+  for (const c of cases) it(c.name, () => assert.equal(matchesMayRepeat(c.plan), c.repeat));
+
+  it("says no only when no series is matched twice under one identifier (property)", () => {
+    const text = (values: string[]) => fc.constantFrom(...values);
+    const selector = fc.record({
+      sampler: text(["s", "t"]),
+      samplerType: fc.option(text(["", "a"]), { nil: null }),
+      dataview: text(["d"]),
+      row: fc.option(text(["", "r1", "r2"]), { nil: null }),
+      column: text(["c", "x"]),
+    });
+    const metrics = fc.array(
+      fc.record({
+        identifier: text(["m", "n"]),
+        include: fc.array(selector, { minLength: 1, maxLength: 3 }),
+      }),
+      { minLength: 1, maxLength: 3 },
+    );
+    // Every series those selectors can name, in one entity.
+    const series: Omit<CellSelector, "samplerType" | "row">[] = [];
+    for (const sampler of ["s", "t"])
+      for (const column of ["c", "x"]) series.push({ sampler, dataview: "d", column });
+    const all = series.flatMap((s) =>
+      ["", "a"].flatMap((type) => ["", "r1", "r2"].map((row) => ({ ...s, type, row }))),
+    );
+    const matches = (q: CellSelector, s: (typeof all)[number]) =>
+      q.sampler === s.sampler &&
+      q.dataview === s.dataview &&
+      q.column === s.column &&
+      (q.samplerType === null || q.samplerType === s.type) &&
+      (q.row === null ? s.row !== "" : q.row === s.row);
+    fc.assert(
+      fc.property(metrics, (ms) => {
+        const p = { entities: [entity(1)], metrics: ms };
+        if (matchesMayRepeat(p)) return;
+        for (const s of all) {
+          for (const identifier of new Set(ms.map((m) => m.identifier))) {
+            const n = ms
+              .filter((m) => m.identifier === identifier)
+              .reduce((k, m) => k + m.include.filter((q) => matches(q, s)).length, 0);
+            assert.ok(n <= 1, `${JSON.stringify(s)} matched ${n} times under ${identifier}`);
+          }
+        }
+      }),
+      fuzzBudget(300),
+    );
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * What both stores read off a metric query plan (DESIGN 5.3) before they spell any SQL: the group
- * columns, each entity's value of the grouping attribute, the cell selectors one per line, and the
- * aggregations every database computes with the same function.
+ * columns, each entity's value of the grouping attribute, the cell selectors one per line, whether
+ * a series can be matched twice, and the aggregations every database computes with the same
+ * function.
  */
 import type { AggregationName, CellSelector, GroupKey, MetricQueryPlan } from "../store.js";
 
@@ -42,6 +43,34 @@ export function planSelectors(
   plan: Pick<MetricQueryPlan, "metrics">,
 ): (CellSelector & { readonly identifier: string })[] {
   return plan.metrics.flatMap((m) => m.include.map((s) => ({ identifier: m.identifier, ...s })));
+}
+
+/**
+ * Whether the plan's series matches (a series, its entity's attribute, an identifier) can repeat,
+ * so that a store has to make them distinct: when two selectors of one identifier can both match
+ * one series (same sampler, dataview and column; sampler types that meet, a null one meeting any;
+ * rows that meet, a null row meeting every row but the headline's ""), or when an entity is not
+ * listed once in increasing id order (as the stores list them), which is not looked into further.
+ */
+export function matchesMayRepeat(plan: Pick<MetricQueryPlan, "metrics" | "entities">): boolean {
+  for (let i = 1; i < plan.entities.length; i++) {
+    if ((plan.entities[i - 1]?.id ?? 0) >= (plan.entities[i]?.id ?? 0)) return true;
+  }
+  const meet = (a: string | null, b: string | null, any: (v: string) => boolean) =>
+    a === null ? b === null || any(b) : b === null ? any(a) : a === b;
+  // Selectors of one identifier (two metrics may share one) and one cell, side by side.
+  const seen = new Map<string, CellSelector[]>();
+  for (const s of planSelectors(plan)) {
+    const key = JSON.stringify([s.identifier, s.sampler, s.dataview, s.column]);
+    const same = seen.get(key) ?? [];
+    for (const t of same) {
+      const types = meet(s.samplerType, t.samplerType, () => true);
+      if (types && meet(s.row, t.row, (row) => row !== "")) return true;
+    }
+    same.push(s);
+    seen.set(key, same);
+  }
+  return false;
 }
 
 /** The aggregations every database computes with one SQL aggregate function of `value`. */

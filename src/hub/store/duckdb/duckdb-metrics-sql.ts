@@ -45,7 +45,13 @@ import {
 } from "@duckdb/node-api";
 import { asEpochMs } from "../../../ids.js";
 import { gridTruncations, scanGroups } from "../core/bucket-grid.js";
-import { groupAttributeValues, groupColumns, plainAggregations, planSelectors } from "../core/metric-plan.js";
+import {
+  groupAttributeValues,
+  groupColumns,
+  matchesMayRepeat,
+  plainAggregations,
+  planSelectors,
+} from "../core/metric-plan.js";
 import { decimalFraction } from "../core/percentile-rank.js";
 import {
   DAY_MS,
@@ -350,9 +356,12 @@ function matchedSql(
               unnest($sel_sampler_type) AS sampler_type, unnest($sel_dataview) AS dataview,
               unnest($sel_row) AS row_name, unnest($sel_column) AS column_name
      )`,
-    // A series matched by several selectors of one metric counts once for that metric.
+    // A series matched by several selectors of one metric counts once for that metric: DISTINCT
+    // when that can happen, without it otherwise. Its hash aggregate costs every statement about
+    // 1 ms: `Store.queryMetrics()` of 200 series' 5-minute bucket 9.9 ms without against 10.9 with,
+    // their day (two parts) 153 against 157 (60 queries each, alternating).
     `matched AS (
-       SELECT DISTINCT s.id AS series_id, s.row_name, s.entity_id, ents.attr, sel.identifier
+       SELECT ${matchesMayRepeat(plan) ? "DISTINCT " : ""}s.id AS series_id, s.row_name, s.entity_id, ents.attr, sel.identifier
        FROM series s
        JOIN ents ON ents.entity_id = s.entity_id
        JOIN sel ON s.sampler = sel.sampler AND s.dataview = sel.dataview AND s.column_name = sel.column_name
